@@ -1,0 +1,38 @@
+"""Loading and validating the plain-text data files in ``chalk/data``."""
+import datetime
+import tomllib
+from importlib import resources
+
+from .errors import ChalkError
+
+
+def load(filename: str) -> dict[str, dict]:
+    """Parse ``data/<filename>`` and check the fields every entry must carry."""
+    text = resources.files("chalk").joinpath("data", filename).read_text(encoding="utf-8")
+    table = tomllib.loads(text)
+    for name, entry in table.items():
+        where = f"{filename} [{name}]"
+        for key in ("source", "as_of"):
+            if key not in entry:
+                raise ChalkError(f"{where}: missing '{key}'")
+        if not str(entry["source"]).startswith("https://"):
+            raise ChalkError(f"{where}: source must be an https URL, got {entry['source']!r}")
+        try:
+            datetime.date.fromisoformat(entry["as_of"])
+        except ValueError:
+            raise ChalkError(f"{where}: as_of must be a date YYYY-MM-DD, got {entry['as_of']!r}") from None
+    return table
+
+
+def require(where: str, entry: dict, fields: dict[str, type]) -> None:
+    """Check that ``entry`` has each field with the given type and, for numbers, a positive value."""
+    for key, kind in fields.items():
+        if key not in entry:
+            raise ChalkError(f"{where}: missing '{key}'")
+        value = entry[key]
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+            raise ChalkError(f"{where}: '{key}' must be {kind.__name__}, got {value!r}")
+        if kind in (int, float) and value <= 0:
+            raise ChalkError(f"{where}: '{key}' must be > 0, got {value!r}")

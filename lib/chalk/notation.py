@@ -1,0 +1,92 @@
+"""The course's symbols, defined once.
+
+Every equation in the book, every formula in ``chalk`` and the notation page use these objects,
+so a symbol cannot drift between chapters. All symbols are positive reals: SymPy then simplifies
+ratios and square roots without case splits.
+"""
+from dataclasses import dataclass
+
+import sympy as sp
+
+
+@dataclass(frozen=True)
+class Entry:
+    symbol: sp.Symbol
+    meaning: str
+    unit: str
+
+
+def _sym(name: str) -> sp.Symbol:
+    return sp.Symbol(name, positive=True)
+
+
+B = _sym("B")
+L = _sym("L")
+N_act = _sym(r"N_\text{act}")
+N_tot = _sym(r"N_\text{tot}")
+s = _sym("s")
+b_w = _sym("b_w")
+b_kv = _sym(r"b_\text{kv}")
+F = _sym("F")
+W = _sym("W")
+C = _sym("C")
+r = _sym("r")
+n_layers = _sym(r"n_\text{layers}")
+d_model = _sym(r"d_\text{model}")
+d_head = _sym(r"d_\text{head}")
+n_kv = _sym(r"n_\text{kv}")
+n_heads = _sym(r"n_\text{heads}")
+d_ff = _sym(r"d_\text{ff}")
+n_vocab = _sym(r"n_\text{vocab}")
+d_c = _sym("d_c")
+d_cq = _sym("d_c'")
+d_R = _sym("d_R")
+b_el = _sym(r"b_\text{el}")
+k = _sym("k")
+E = _sym("E")
+P = _sym("P")
+m = _sym("m")
+S = _sym("S")
+D = _sym("D")
+n = _sym("n")
+p_chip = _sym(r"p_\text{chip}")
+n_chips = _sym(r"n_\text{chips}")
+
+TABLE: tuple[Entry, ...] = (
+    Entry(B, "batch: sequences in one decode step (one new token each)", "sequences"),
+    Entry(L, "context length", "tokens"),
+    Entry(N_act, "active parameters (used for each token)", "parameters"),
+    Entry(N_tot, "total parameters (all experts)", "parameters"),
+    Entry(s, r"sparsity factor $N_\text{tot}/N_\text{act}$", "–"),
+    Entry(b_w, "bytes per weight (BF16 2, FP8 1, FP4 0.5)", "B"),
+    Entry(b_kv, "KV-cache bytes per token, all layers", "B/token"),
+    Entry(F, "peak dense FLOP/s of the chips serving one replica", "FLOP/s"),
+    Entry(W, "HBM bandwidth of those chips", "B/s"),
+    Entry(C, "memory capacity (of a tier)", "B"),
+    Entry(r, "hardware intensity $F/W$", "FLOP/B"),
+    Entry(n_layers, "number of layers", "–"),
+    Entry(d_model, "model (residual) width", "–"),
+    Entry(d_head, "width of one attention head", "–"),
+    Entry(n_kv, "key/value heads per layer", "–"),
+    Entry(n_heads, "query heads per layer", "–"),
+    Entry(d_ff, "hidden width of a feed-forward block (of one expert in an MoE)", "–"),
+    Entry(n_vocab, "vocabulary size", "tokens"),
+    Entry(d_c, "MLA: width of the compressed key/value latent that is cached", "–"),
+    Entry(d_cq, "MLA: width of the compressed query latent", "–"),
+    Entry(d_R, "MLA: width of the decoupled RoPE key, cached beside the latent", "–"),
+    Entry(b_el, "bytes per cached key/value element", "B"),
+    Entry(k, "experts activated per token", "–"),
+    Entry(E, "expert-parallel degree", "chips"),
+    Entry(P, "pipeline stages", "–"),
+    Entry(m, "micro-batches", "–"),
+    Entry(S, "scale-up domain size", "chips"),
+    Entry(D, r"training tokens ($D_\text{pre}$, $D_\text{RL}$, $D_\text{inf}$)", "tokens"),
+    Entry(n, "new tokens per sequence in one pass (decode 1, prefill many)", "tokens"),
+    Entry(p_chip, "rental price of one chip", "$/h"),
+    Entry(n_chips, "chips serving one model replica", "chips"),
+)
+
+
+def latex(expr) -> str:
+    """LaTeX of a symbol or expression, as the book prints it."""
+    return sp.latex(expr)
