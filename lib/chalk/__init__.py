@@ -1,9 +1,11 @@
 """Chalk: the formulas, hardware figures and model shapes behind the course.
 
-Modules: ``notation`` (symbols), ``hardware`` and ``models`` (catalog data), ``roofline``
-(decode-step bounds, Chapter 1).
+Modules: ``notation`` (symbols), ``hardware``, ``systems``, ``models`` and ``prices`` (catalog
+data), ``roofline`` (decode-step bounds, Chapter 1), ``calculator`` (fit, passes and money on any
+chip or system; ``python -m chalk``).
 """
-from . import hardware, models, notation, roofline
+from . import calculator, hardware, models, notation, prices, roofline, systems
 from .errors import ChalkError, DoesNotFit, UnknownName
 
-__all__ = ["hardware", "models", "notation", "roofline", "ChalkError", "DoesNotFit", "UnknownName"]
+__all__ = ["calculator", "hardware", "models", "notation", "prices", "roofline", "systems",
+           "ChalkError", "DoesNotFit", "UnknownName"]

@@ -15,13 +15,18 @@ def load(filename: str) -> dict[str, dict]:
         for key in ("source", "as_of"):
             if key not in entry:
                 raise ChalkError(f"{where}: missing '{key}'")
-        if not str(entry["source"]).startswith("https://"):
-            raise ChalkError(f"{where}: source must be an https URL, got {entry['source']!r}")
-        try:
-            datetime.date.fromisoformat(entry["as_of"])
-        except ValueError:
-            raise ChalkError(f"{where}: as_of must be a date YYYY-MM-DD, got {entry['as_of']!r}") from None
+        check_source(where, entry["source"], entry["as_of"])
     return table
+
+
+def check_source(where: str, source, as_of, prefix: str = "") -> None:
+    """A source must be an https URL and its as-of date an ISO date (``prefix`` names the keys)."""
+    if not str(source).startswith("https://"):
+        raise ChalkError(f"{where}: {prefix}source must be an https URL, got {source!r}")
+    try:
+        datetime.date.fromisoformat(as_of)
+    except (TypeError, ValueError):
+        raise ChalkError(f"{where}: {prefix}as_of must be a date YYYY-MM-DD, got {as_of!r}") from None
 
 
 def require(where: str, entry: dict, fields: dict[str, type]) -> None:

@@ -31,6 +31,10 @@ class Chip:
     source: str
     as_of: str
     note: str = ""
+    rental_usd_per_hour: tuple[float, float] | None = None
+    """Published on-demand rental range ($ per chip-hour), when one is published."""
+    rental_source: str = ""
+    rental_as_of: str = ""
 
     def flops(self, dtype: str = "bf16") -> float:
         """Dense peak FLOP/s in ``dtype``; raises naming the formats this chip supports."""
@@ -51,8 +55,36 @@ class Chip:
         return self.hbm_capacity / self.hbm_bandwidth
 
 
-_FIELDS = {"vendor": str, "status": str, "tflops": dict, "hbm_GB": float, "hbm_TBps": float,
-           "scale_up_GBps": float, "scale_up_domain": int, "scale_out_GBps": float}
+_FIELDS = {"vendor": str, "status": str, "tflops": dict, "hbm_TBps": float,
+           "scale_up_GBps": float, "scale_up_domain": int}
+STATUSES = ("shipping", "announced")
+
+# A figure may be typed in the unit its source prints; each quantity lists (key, bytes per unit).
+_UNITS = {"hbm": (("hbm_GB", 1e9), ("hbm_GiB", 2.0**30)),
+          "scale_out": (("scale_out_GBps", 1e9), ("scale_out_Gbps", 1e9 / 8))}
+
+
+def _in_bytes(where: str, e: dict, quantity: str) -> float:
+    """The one key present for ``quantity``, converted to bytes (or bytes per second)."""
+    present = [(key, scale) for key, scale in _UNITS[quantity] if key in e]
+    keys = " or ".join(key for key, _ in _UNITS[quantity])
+    if len(present) != 1:
+        raise catalog.ChalkError(f"{where}: give exactly one of {keys}")
+    key, scale = present[0]
+    catalog.require(where, e, {key: float})
+    return float(e[key]) * scale
+
+
+def _rental(where: str, e: dict):
+    """The optional (low, high) $/chip-hour range, which must carry its own source and date."""
+    if "rental_usd_per_hour" not in e:
+        return None
+    low_high = e["rental_usd_per_hour"]
+    if (not isinstance(low_high, list) or len(low_high) != 2
+            or not all(isinstance(v, (int, float)) and v > 0 for v in low_high) or low_high[0] > low_high[1]):
+        raise catalog.ChalkError(f"{where}: rental_usd_per_hour must be [low, high] with 0 < low <= high")
+    catalog.check_source(where, e.get("rental_source", ""), e.get("rental_as_of", ""), "rental_")
+    return (float(low_high[0]), float(low_high[1]))
 
 
 @cache
@@ -61,6 +93,8 @@ def catalog_chips() -> dict[str, Chip]:
     for name, e in catalog.load("chips.toml").items():
         where = f"chips.toml [{name}]"
         catalog.require(where, e, _FIELDS)
+        if e["status"] not in STATUSES:
+            raise catalog.ChalkError(f"{where}: status must be one of {', '.join(STATUSES)}, got {e['status']!r}")
         for dtype, tf in e["tflops"].items():
             if dtype not in BYTES_PER_ELEMENT:
                 raise catalog.ChalkError(f"{where}: unknown dtype {dtype!r} in tflops")
@@ -68,10 +102,12 @@ def catalog_chips() -> dict[str, Chip]:
         chips[name] = Chip(
             name=name, vendor=e["vendor"], status=e["status"],
             peak_flops={d: float(v) * 1e12 for d, v in e["tflops"].items()},
-            hbm_capacity=e["hbm_GB"] * 1e9, hbm_bandwidth=e["hbm_TBps"] * 1e12,
+            hbm_capacity=_in_bytes(where, e, "hbm"), hbm_bandwidth=e["hbm_TBps"] * 1e12,
             scale_up_bandwidth=e["scale_up_GBps"] * 1e9, scale_up_domain=e["scale_up_domain"],
-            scale_out_bandwidth=e["scale_out_GBps"] * 1e9,
+            scale_out_bandwidth=_in_bytes(where, e, "scale_out"),
             source=e["source"], as_of=e["as_of"], note=e.get("note", ""),
+            rental_usd_per_hour=_rental(where, e), rental_source=e.get("rental_source", ""),
+            rental_as_of=e.get("rental_as_of", ""),
         )
     return chips
 

@@ -1,18 +1,24 @@
 """Model architectures (``data/models.toml``) and what follows from their config fields.
 
-Parameter counts and KV-cache bytes are computed from the published shapes with the SymPy
+Parameter counts, FLOPs and KV-cache bytes are computed from the published shapes with the SymPy
 formulas below; the reported totals stored beside the shapes are only for checking.
-Norm and bias vectors (under 0.01% of any catalog model) are left out.
+Norm vectors and biases (under 0.1% of any catalog model) are left out.
+
+Layers follow ``layer_pattern``, repeated over the depth: ``G`` full (global) attention, ``L``
+sliding-window (local) attention over the last ``sliding_window`` tokens, ``S`` a state-space
+(Mamba) layer that keeps no KV cache. Consecutive groups of ``kv_share`` attention layers may
+share one KV cache (cross-layer attention, Brandon et al. 2024, arXiv 2405.12981).
 """
 from dataclasses import dataclass
 from functools import cache, cached_property
 
+import numpy as np
 import sympy as sp
 
 from . import catalog
-from .errors import ChalkError, lookup, positive
-from .notation import (d_c, d_cq, d_ff, d_head, d_model, d_R, b_el, n_heads, n_kv, n_layers,
-                       n_vocab)
+from .errors import ChalkError, lookup, non_negative, positive
+from .notation import (D, L, N_act, N_emb, b_el, d_c, d_conv, d_cq, d_ff, d_head, d_inner, d_model,
+                       d_R, d_state, g_kv, n_G, n_heads, n_kv, n_layers, n_loc, n_vocab, r_dt, w)
 
 # --- formulas (per layer unless stated) -------------------------------------------------------
 ATTENTION_PARAMS = {
@@ -25,6 +31,13 @@ ATTENTION_PARAMS = {
 }
 ATTENTION_PARAMS["mha"] = ATTENTION_PARAMS["mqa"] = ATTENTION_PARAMS["gqa"]
 
+RELATIVE_POSITION_PARAMS = d_model * n_heads * d_head
+"""Transformer-XL relative position encodings (Dai et al. 2019, used by Gopher and Chinchilla):
+each layer projects the sinusoidal position embeddings to keys with its own W_R."""
+
+KV_PROJECTION_PARAMS = 2 * d_model * d_head * n_kv
+"""W_k and W_v of one layer: the part a layer that reuses another layer's KV cache does without."""
+
 n_mat = sp.Symbol(r"n_\text{mat}", positive=True)
 FFN_PARAMS = n_mat * d_model * d_ff
 """One feed-forward block (or one expert): n_mat = 3 for gated (SwiGLU), 2 otherwise."""
@@ -32,18 +45,60 @@ FFN_PARAMS = n_mat * d_model * d_ff
 EMBEDDING_PARAMS = n_vocab * d_model
 """One embedding table; an untied model has two (input and output)."""
 
-KV_BYTES_PER_TOKEN = {
-    # Keys and values for every KV head of every layer.
-    "gqa": 2 * n_layers * n_kv * d_head * b_el,
-    # MLA caches one latent of width d_c plus the shared RoPE key of width d_R per layer.
-    "mla": n_layers * (d_c + d_R) * b_el,
+SSM_PARAMS = d_inner * (3 * d_model + d_conv + 2 * r_dt + 3 * d_state)
+"""One Mamba-1 mixer (Gu and Dao 2023): input projection to 2 d_inner (x and gate), depthwise
+convolution, x-projection to the step rank and B, C, step projection back to d_inner, the state
+matrix A (d_inner x d_state) and the output projection."""
+
+KV_WIDTH = {
+    # Keys and values for every KV head.
+    "gqa": 2 * n_kv * d_head,
+    # MLA caches one latent of width d_c plus the shared RoPE key of width d_R.
+    "mla": d_c + d_R,
 }
-KV_BYTES_PER_TOKEN["mha"] = KV_BYTES_PER_TOKEN["mqa"] = KV_BYTES_PER_TOKEN["gqa"]
+KV_WIDTH["mha"] = KV_WIDTH["mqa"] = KV_WIDTH["gqa"]
+"""Cached elements per token per attention layer that keeps its own cache."""
+
+KV_BYTES_PER_TOKEN = {kind: n_layers * width * b_el for kind, width in KV_WIDTH.items()}
+"""b_kv of a model whose every layer has full attention and its own cache."""
+
+KV_BYTES_LONG = {kind: n_G * width * b_el / g_kv for kind, width in KV_WIDTH.items()}
+"""b_kv in general: bytes each further token adds once every sliding window is full. Local
+(windowed) layers and state-space layers add nothing per token at long context."""
+
+KV_BYTES_WINDOWED = {kind: n_loc * sp.Min(L, w) * width * b_el / g_kv for kind, width in KV_WIDTH.items()}
+"""KV-cache bytes the sliding-window layers hold for one sequence of L tokens: min(L, w) each."""
+
+KV_BYTES_CONTEXT = {kind: L * KV_BYTES_LONG[kind] + KV_BYTES_WINDOWED[kind] for kind in KV_WIDTH}
+"""KV-cache bytes of one sequence of L tokens: global layers hold L tokens, local ones min(L, w)."""
+
+ATTENTION_FLOPS = {
+    # Scores q.k over d_head and the weighted sum of values over d_head, 2 FLOPs per multiply-add.
+    "gqa": 2 * n_heads * (d_head + d_head),
+    # MLA computed naively: query-key width d_head + d_R, value width d_head.
+    "mla": 2 * n_heads * (d_head + d_R + d_head),
+}
+ATTENTION_FLOPS["mha"] = ATTENTION_FLOPS["mqa"] = ATTENTION_FLOPS["gqa"]
+"""FLOPs per attended token per attention layer, for one new query token."""
+
+FORWARD_FLOPS_PER_TOKEN = {
+    kind: 2 * (N_act - N_emb) + per_token * (n_G * L + n_loc * sp.Min(L, w))
+    for kind, per_token in ATTENTION_FLOPS.items()}
+"""Forward FLOPs for one new token with L tokens before it: 2 per active weight in a matmul (the
+input embedding is a lookup) plus attention over the cached tokens. Averaged over the positions of
+a causal sequence of length L the attention term halves, which is Kaplan et al. (2020)'s
+C_forward = 2N + 2 n_layer n_ctx d_attn."""
+
+TRAINING_FLOPS = 6 * N_act * D
+"""Training compute: forward (2) plus backward (4) FLOPs per active weight per token."""
+
+LAYER_KINDS = {"G": "global attention", "L": "sliding-window attention", "S": "state-space (no KV)"}
 
 _SHAPE = {"attention": str, "n_layers": int, "d_model": int, "n_heads": int, "d_head": int,
           "ffn_gated": bool, "vocab": int, "tied_embeddings": bool, "display": str}
 _MOE = {"n_routed_experts": int, "experts_per_token": int, "d_ff_expert": int}
 _MLA = {"q_lora_rank": int, "kv_lora_rank": int, "rope_head_dim": int}
+_SSM = {"d_state": int, "d_conv": int, "expand": int, "dt_rank": int}
 
 
 @dataclass(frozen=True)
@@ -68,13 +123,55 @@ class Model:
     reported_active_params: float | None = None
     training_tokens: float | None = None
     note: str = ""
+    layer_pattern: str = "G"
+    sliding_window: int | None = None
+    kv_share: int = 1
+    ssm: dict | None = None
+    relative_positions: bool = False
+    """Transformer-XL relative position projections in every attention layer."""
 
+    # --- layer make-up ----------------------------------------------------------------------
+    def layer_kinds(self) -> list[str]:
+        """The kind of each layer, ``layer_pattern`` repeated over the depth."""
+        pattern = self.layer_pattern
+        return [pattern[i % len(pattern)] for i in range(self.n_layers)]
+
+    def _count(self, kind: str) -> int:
+        return self.layer_kinds().count(kind)
+
+    @property
+    def n_attention_layers(self) -> int:
+        return self._count("G") + self._count("L")
+
+    @property
+    def attention_kind(self) -> str:
+        """A short description for tables: MHA/GQA/MQA/MLA plus window and hybrid make-up."""
+        parts = [self.attention.upper()]
+        if self._count("L"):
+            parts.append(f"{self._count('L')} local (w={self.sliding_window:,}) + {self._count('G')} global")
+        if self._count("S"):
+            parts.append(f"{self._count('S')} SSM + {self.n_attention_layers} attention layers")
+        if self.kv_share > 1:
+            parts.append(f"KV shared by {self.kv_share} layers")
+        return ", ".join(parts)
+
+    def _is_moe_layer(self, i: int) -> bool:
+        moe = self.moe
+        return (i >= moe.get("n_dense_layers", 0)
+                and i % moe.get("layer_period", 1) == moe.get("layer_offset", 0))
+
+    @property
+    def n_moe_layers(self) -> int:
+        return sum(self._is_moe_layer(i) for i in range(self.n_layers)) if self.moe else 0
+
+    # --- parameters -------------------------------------------------------------------------
     def _ffn(self, width: int) -> float:
         return float(FFN_PARAMS.subs({n_mat: 3 if self.ffn_gated else 2, d_model: self.d_model, d_ff: width}))
 
     def _values(self) -> dict:
         v = {d_model: self.d_model, d_head: self.d_head, n_heads: self.n_heads,
-             n_kv: self.n_kv_heads, n_layers: self.n_layers}
+             n_kv: self.n_kv_heads, n_layers: self.n_layers, n_G: self._count("G"),
+             n_loc: self._count("L"), w: self.sliding_window or 1, g_kv: self.kv_share}
         if self.mla:
             v |= {d_c: self.mla["kv_lora_rank"], d_cq: self.mla["q_lora_rank"],
                   d_R: self.mla["rope_head_dim"]}
@@ -82,7 +179,24 @@ class Model:
 
     @cached_property
     def attention_params_per_layer(self) -> float:
+        """One attention layer with its own KV projections."""
         return float(ATTENTION_PARAMS[self.attention].subs(self._values()))
+
+    @cached_property
+    def _attention_params(self) -> float:
+        shared = self.n_attention_layers - self.n_attention_layers // self.kv_share
+        positions = float(RELATIVE_POSITION_PARAMS.subs(self._values())) if self.relative_positions else 0.0
+        return (self.n_attention_layers * (self.attention_params_per_layer + positions)
+                - shared * float(KV_PROJECTION_PARAMS.subs(self._values())))
+
+    @cached_property
+    def _ssm_params(self) -> float:
+        if not self.ssm:
+            return 0.0
+        s = self.ssm
+        per_layer = SSM_PARAMS.subs({d_inner: s["expand"] * self.d_model, d_model: self.d_model,
+                                     d_conv: s["d_conv"], r_dt: s["dt_rank"], d_state: s["d_state"]})
+        return self._count("S") * float(per_layer)
 
     @cached_property
     def embedding_params(self) -> float:
@@ -93,39 +207,122 @@ class Model:
         if not self.moe:
             return self.n_layers * self._ffn(self.d_ff)
         moe = self.moe
-        dense_layers = moe.get("n_dense_layers", 0)
         experts = (moe["experts_per_token"] if active else moe["n_routed_experts"]) + moe.get("n_shared_experts", 0)
         router = self.d_model * moe["n_routed_experts"]
         per_moe_layer = experts * self._ffn(moe["d_ff_expert"]) + router
+        dense_layers = self.n_layers - self.n_moe_layers
         dense = dense_layers * self._ffn(self.d_ff) if dense_layers else 0.0
-        return dense + (self.n_layers - dense_layers) * per_moe_layer
+        return dense + self.n_moe_layers * per_moe_layer
+
+    def _params(self, active: bool) -> float:
+        return self.embedding_params + self._attention_params + self._ssm_params + self._ffn_params(active)
 
     @cached_property
     def total_params(self) -> float:
-        """All weights: embeddings, attention, every expert."""
-        return self.embedding_params + self.n_layers * self.attention_params_per_layer + self._ffn_params(False)
+        """All weights: embeddings, attention, state-space layers, every expert."""
+        return self._params(active=False)
 
     @cached_property
     def active_params(self) -> float:
         """Weights used for one token: the routed experts it picks plus everything shared."""
-        return self.embedding_params + self.n_layers * self.attention_params_per_layer + self._ffn_params(True)
+        return self._params(active=True)
 
     @property
     def sparsity(self) -> float:
         """s = N_tot / N_act."""
         return self.total_params / self.active_params
 
+    # --- KV cache ---------------------------------------------------------------------------
     def kv_bytes_per_token(self, bytes_per_element: float = 2) -> float:
-        """KV-cache bytes that one token of context occupies, all layers (MLA: latent + RoPE key)."""
+        """b_kv: KV-cache bytes each further token of context adds, all layers, at long context.
+
+        Only full-attention layers count (divided by ``kv_share``): sliding-window layers stop
+        growing at their window and state-space layers keep no KV. For a model of only global
+        layers this is the whole per-token cost at any context (MLA: latent + RoPE key).
+        ``kv_bytes(context)`` gives the exact total for one sequence.
+        """
         positive("bytes_per_element", bytes_per_element)
-        return float(self._kv_numeric(bytes_per_element))
+        return float(self._kv_long(bytes_per_element))
+
+    def kv_bytes(self, context, bytes_per_element: float = 2):
+        """KV-cache bytes of one sequence of ``context`` tokens (NumPy arrays broadcast)."""
+        non_negative("context", context)
+        positive("bytes_per_element", bytes_per_element)
+        total = self._kv_context(np.asarray(context, dtype=float), bytes_per_element)
+        return float(total) if np.ndim(total) == 0 else total
+
+    def kv_bytes_windowed(self, context, bytes_per_element: float = 2):
+        """The part of ``kv_bytes`` that the sliding-window layers hold (exactly 0 without windows)."""
+        non_negative("context", context)
+        positive("bytes_per_element", bytes_per_element)
+        total = self._kv_windowed(np.asarray(context, dtype=float), bytes_per_element)
+        return float(total) if np.ndim(total) == 0 else total * np.ones_like(np.asarray(context, dtype=float))
 
     @cached_property
-    def _kv_numeric(self):
-        return sp.lambdify(b_el, KV_BYTES_PER_TOKEN[self.attention].subs(self._values()))
+    def _kv_long(self):
+        return sp.lambdify(b_el, KV_BYTES_LONG[self.attention].subs(self._values()))
+
+    @cached_property
+    def _kv_context(self):
+        expr = KV_BYTES_CONTEXT[self.attention].subs(self._values())
+        return sp.lambdify((L, b_el), expr, modules=[{"Min": np.minimum}, "numpy"])
+
+    @cached_property
+    def _kv_windowed(self):
+        expr = KV_BYTES_WINDOWED[self.attention].subs(self._values())
+        return sp.lambdify((L, b_el), expr, modules=[{"Min": np.minimum}, "numpy"])
+
+    # --- FLOPs ------------------------------------------------------------------------------
+    @property
+    def input_embedding_params(self) -> float:
+        """Parameters read by lookup, not matmul: the input table when it is not the output layer."""
+        return 0.0 if self.tied_embeddings else self.embedding_params / 2
+
+    def forward_flops_per_token(self, context):
+        """Forward FLOPs for one new token that attends to ``context`` earlier tokens."""
+        non_negative("context", context)
+        flops = self._flops(np.asarray(context, dtype=float))
+        return float(flops) if np.ndim(flops) == 0 else flops
+
+    @cached_property
+    def _flops(self):
+        expr = FORWARD_FLOPS_PER_TOKEN[self.attention].subs(
+            self._values() | {N_act: self.active_params, N_emb: self.input_embedding_params})
+        return sp.lambdify(L, expr, modules=[{"Min": np.minimum}, "numpy"])
+
+    def training_flops(self, tokens: float | None = None) -> float:
+        """6 N_act D, with D the reported training tokens unless ``tokens`` is given."""
+        tokens = self.training_tokens if tokens is None else tokens
+        if tokens is None:
+            raise ChalkError(f"tokens: {self.display} has no reported training tokens; pass tokens=")
+        positive("tokens", tokens)
+        return float(TRAINING_FLOPS.subs({N_act: self.active_params, D: tokens}))
 
 
 _ATTENTION_KINDS = tuple(ATTENTION_PARAMS)
+
+
+def _check_layers(where: str, e: dict) -> None:
+    pattern = e.get("layer_pattern", "G")
+    if not isinstance(pattern, str) or not pattern or set(pattern) - set(LAYER_KINDS):
+        raise ChalkError(f"{where}: layer_pattern must be a string of {', '.join(LAYER_KINDS)} "
+                         f"({'; '.join(f'{k} = {v}' for k, v in LAYER_KINDS.items())}), got {pattern!r}")
+    if not set(pattern) & {"G", "L"}:
+        raise ChalkError(f"{where}: layer_pattern needs at least one attention layer (G or L)")
+    if "L" in pattern:
+        catalog.require(where, e, {"sliding_window": int})
+    if "S" in pattern:
+        catalog.require(where + " ssm", e.get("ssm", {}), _SSM)
+    if "relative_positions" in e:
+        catalog.require(where, e, {"relative_positions": bool})
+    share = e.get("kv_share", 1)
+    if share != 1:
+        catalog.require(where, e, {"kv_share": int})
+        if e["attention"] == "mla":
+            raise ChalkError(f"{where}: kv_share is defined for mha/gqa/mqa, not mla")
+        n_attn = sum(pattern[i % len(pattern)] in "GL" for i in range(e["n_layers"]))
+        if n_attn % share:
+            raise ChalkError(f"{where}: kv_share {share} must divide the {n_attn} attention layers")
 
 
 def _build(name: str, e: dict) -> Model:
@@ -139,22 +336,36 @@ def _build(name: str, e: dict) -> Model:
         catalog.require(where, e, {"n_kv_heads": int})
     if kind == "mla":
         catalog.require(where + " mla", e.get("mla", {}), _MLA)
-    if "moe" in e:
-        catalog.require(where + " moe", e["moe"], _MOE)
-        if e["moe"]["experts_per_token"] > e["moe"]["n_routed_experts"]:
+    _check_layers(where, e)
+    moe = e.get("moe")
+    if moe is not None:
+        catalog.require(where + " moe", moe, _MOE)
+        if moe["experts_per_token"] > moe["n_routed_experts"]:
             raise ChalkError(f"{where}: experts_per_token exceeds n_routed_experts")
-    if "moe" not in e or e["moe"].get("n_dense_layers", 0):
+    if moe is None or moe.get("n_dense_layers", 0) or moe.get("layer_period", 1) > 1:
         catalog.require(where, e, {"d_ff": int})
     return Model(
         name=name, display=e["display"], attention=kind, n_layers=e["n_layers"],
         d_model=e["d_model"], n_heads=e["n_heads"], n_kv_heads=kv_heads or e["n_heads"],
         d_head=e["d_head"], d_ff=e.get("d_ff", 0), ffn_gated=e["ffn_gated"], vocab=e["vocab"],
         tied_embeddings=e["tied_embeddings"], source=e["source"], as_of=e["as_of"],
-        moe=e.get("moe"), mla=e.get("mla"),
+        moe=moe, mla=e.get("mla"),
         reported_total_params=e.get("reported_total_params"),
         reported_active_params=e.get("reported_active_params"),
         training_tokens=e.get("training_tokens"), note=e.get("note", ""),
+        layer_pattern=e.get("layer_pattern", "G"), sliding_window=e.get("sliding_window"),
+        kv_share=e.get("kv_share", 1), ssm=e.get("ssm"),
+        relative_positions=e.get("relative_positions", False),
     )
+
+
+def from_config(name: str, config: dict) -> Model:
+    """A Model from a dict shaped like one ``models.toml`` entry, checked the same way.
+
+    For exercises and tests: a hypothetical architecture needs no catalog entry. ``source`` and
+    ``as_of`` may be left out here.
+    """
+    return _build(name, {"source": "https://example.invalid/", "as_of": "1970-01-01"} | config)
 
 
 @cache

@@ -51,6 +51,23 @@ D = _sym("D")
 n = _sym("n")
 p_chip = _sym(r"p_\text{chip}")
 n_chips = _sym(r"n_\text{chips}")
+w = _sym("w")
+n_G = _sym(r"n_\text{G}")
+n_loc = _sym(r"n_\text{loc}")
+g_kv = _sym(r"g_\text{kv}")
+d_state = _sym(r"d_\text{state}")
+d_conv = _sym(r"d_\text{conv}")
+d_inner = _sym(r"d_\text{inner}")
+r_dt = _sym(r"r_{\Delta}")
+N_emb = _sym(r"N_\text{emb}")
+eta_c = _sym(r"\eta_\text{c}")
+eta_m = _sym(r"\eta_\text{m}")
+p_in = _sym(r"p_\text{in}")
+p_out = _sym(r"p_\text{out}")
+L_star = _sym(r"L^\star")
+T_hold = _sym(r"T_\text{hold}")
+T = _sym("T")
+lam = _sym(r"\lambda")
 
 TABLE: tuple[Entry, ...] = (
     Entry(B, "batch: sequences in one decode step (one new token each)", "sequences"),
@@ -84,6 +101,23 @@ TABLE: tuple[Entry, ...] = (
     Entry(n, "new tokens per sequence in one pass (decode 1, prefill many)", "tokens"),
     Entry(p_chip, "rental price of one chip", "$/h"),
     Entry(n_chips, "chips serving one model replica", "chips"),
+    Entry(w, "sliding-window width of a local attention layer", "tokens"),
+    Entry(n_G, "layers with full (global) attention, whose KV cache grows with context", "–"),
+    Entry(n_loc, "layers with sliding-window (local) attention, whose KV cache stops at $w$", "–"),
+    Entry(g_kv, "layers sharing one KV cache (cross-layer sharing; 1 = none)", "–"),
+    Entry(d_state, "state-space (Mamba) layer: state width per channel", "–"),
+    Entry(d_conv, "state-space layer: causal convolution width", "–"),
+    Entry(d_inner, "state-space layer: inner (expanded) width", "–"),
+    Entry(r_dt, r"state-space layer: rank of the step-size ($\Delta$) projection", "–"),
+    Entry(N_emb, "input-embedding parameters: a table lookup, no FLOPs (0 when tied to the output layer)", "parameters"),
+    Entry(eta_c, "compute efficiency: achieved over peak FLOP/s (MFU); 1 = roofline bound", "–"),
+    Entry(eta_m, "memory efficiency: achieved over peak HBM bandwidth; 1 = roofline bound", "–"),
+    Entry(p_in, "API list price of input tokens", "$/Mtok"),
+    Entry(p_out, "API list price of output tokens", "$/Mtok"),
+    Entry(L_star, "context where a provider's price steps up, read as the balance context", "tokens"),
+    Entry(T_hold, "how long a provider holds a prompt cache", "s"),
+    Entry(T, "interval between departing decode steps (the train timetable)", "s"),
+    Entry(lam, "arrival rate of new requests", "requests/s"),
 )
 
 

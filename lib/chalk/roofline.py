@@ -10,7 +10,7 @@ import numpy as np
 import sympy as sp
 
 from . import hardware, models
-from .errors import ChalkError, DoesNotFit, non_negative, positive, positive_int
+from .errors import ChalkError, DoesNotFit, in_range, non_negative, positive, positive_int
 from .notation import B, F, L, N_act, N_tot, W, b_kv, b_w, n_chips, p_chip, r, s
 
 # --- formulas ---------------------------------------------------------------------------------
@@ -69,46 +69,78 @@ def _resolve(chip, model):
     return chip, model
 
 
-def _params(chip, model, dtype, chips, kv_bytes_per_element):
-    """(N_act, N_tot, b_w, b_kv, F, W) for the numeric formulas, after checking the inputs."""
+def _params(chip, model, dtype, chips, kv_bytes_per_element, context=0):
+    """(N_act, N_tot, b_w, b_kv, F, W) for the numeric formulas, after checking the inputs.
+
+    With sliding-window layers the KV cache is not linear in context; b_kv is then the effective
+    bytes per token at ``context``, kv_bytes(context) / context, so that L b_kv is the exact cache
+    of one sequence. Without windows it is ``kv_bytes_per_token`` at any context.
+    """
     chips = positive_int("chips", chips)
     positive("kv_bytes_per_element", kv_bytes_per_element)
     return (model.active_params, model.total_params, hardware.bytes_per_weight(dtype),
-            model.kv_bytes_per_token(kv_bytes_per_element), chips * chip.flops(dtype),
+            _effective_kv_per_token(model, context, kv_bytes_per_element), chips * chip.flops(dtype),
             chips * chip.hbm_bandwidth)
 
 
+def _effective_kv_per_token(model, context, kv_bytes_per_element):
+    b_kv_long = model.kv_bytes_per_token(kv_bytes_per_element)
+    windowed = model.kv_bytes_windowed(context, kv_bytes_per_element)
+    if not np.any(windowed):
+        return b_kv_long
+    ctx = np.asarray(context, dtype=float)
+    return b_kv_long + np.divide(windowed, ctx, out=np.zeros_like(ctx), where=ctx > 0)
+
+
 def memory_needed(model, batch, context, dtype="bf16", kv_bytes_per_element=2):
-    """Bytes of HBM for the weights plus the KV cache of ``batch`` sequences of ``context`` tokens."""
+    """Bytes of HBM for the weights plus the KV cache of ``batch`` sequences of ``context`` tokens.
+
+    The KV term is ``batch * context * b_kv`` plus, for sliding-window layers, the tokens of each
+    window (``Model.kv_bytes_windowed``), so windowed models are counted exactly.
+    """
     model = models.get(model) if isinstance(model, str) else model
     non_negative("batch", batch)
     non_negative("context", context)
     return (model.total_params * hardware.bytes_per_weight(dtype)
-            + np.asarray(batch) * np.asarray(context) * model.kv_bytes_per_token(kv_bytes_per_element))
+            + np.asarray(batch) * np.asarray(context) * model.kv_bytes_per_token(kv_bytes_per_element)
+            + np.asarray(batch) * model.kv_bytes_windowed(context, kv_bytes_per_element))
 
 
-def check_fit(chip, model, batch, context, dtype="bf16", chips=1, kv_bytes_per_element=2) -> None:
-    """Raise DoesNotFit, with the shortfall, if weights + KV exceed the chips' HBM."""
+def _usable(chip, chips, headroom):
+    """HBM the weights and KV may use: all of it, less the fraction ``headroom`` kept free."""
+    in_range("headroom", headroom, 0, 0.99)
+    return positive_int("chips", chips) * chip.hbm_capacity * (1 - headroom)
+
+
+def check_fit(chip, model, batch, context, dtype="bf16", chips=1, kv_bytes_per_element=2,
+              headroom=0.0) -> None:
+    """Raise DoesNotFit, with the shortfall, if weights + KV exceed the chips' HBM.
+
+    ``headroom`` is the fraction of HBM kept free for activations and the runtime (default none).
+    """
     chip, model = _resolve(chip, model)
     needed = float(np.max(memory_needed(model, batch, context, dtype, kv_bytes_per_element)))
-    have = positive_int("chips", chips) * chip.hbm_capacity
+    have = _usable(chip, chips, headroom)
     if needed > have:
+        kept = f" after keeping {headroom:.0%} free" if headroom else ""
         raise DoesNotFit(
             f"does not fit: {model.display} in {dtype} with batch {np.max(batch):g} x context "
             f"{np.max(context):g} needs {needed / 1e9:,.0f} GB, {chips} x {chip.name} have "
-            f"{have / 1e9:,.0f} GB (short by {(needed - have) / 1e9:,.0f} GB)", needed, have)
+            f"{have / 1e9:,.0f} GB{kept} (short by {(needed - have) / 1e9:,.0f} GB)", needed, have)
 
 
-def max_batch(chip, model, context, dtype="bf16", chips=1, kv_bytes_per_element=2) -> float:
+def max_batch(chip, model, context, dtype="bf16", chips=1, kv_bytes_per_element=2,
+              headroom=0.0) -> float:
     """Largest batch whose KV cache fits beside the weights (inf at context 0)."""
     chip, model = _resolve(chip, model)
     non_negative("context", context)
-    free = positive_int("chips", chips) * chip.hbm_capacity - memory_needed(model, 0, 0, dtype)
+    free = _usable(chip, chips, headroom) - memory_needed(model, 0, 0, dtype)
     if free < 0:
-        check_fit(chip, model, 0, 0, dtype, chips)
+        check_fit(chip, model, 0, 0, dtype, chips, headroom=headroom)
     if context == 0:
         return math.inf
-    return float(math.floor(free / (context * model.kv_bytes_per_token(kv_bytes_per_element))))
+    per_sequence = float(memory_needed(model, 1, context, dtype, kv_bytes_per_element)) - memory_needed(model, 0, 0, dtype)
+    return float(math.floor(free / per_sequence))
 
 
 def balance_batch(chip, model, dtype="bf16", context=0, kv_bytes_per_element=2) -> float:
@@ -119,7 +151,7 @@ def balance_batch(chip, model, dtype="bf16", context=0, kv_bytes_per_element=2) 
     """
     chip, model = _resolve(chip, model)
     non_negative("context", context)
-    p = _params(chip, model, dtype, 1, kv_bytes_per_element)
+    p = _params(chip, model, dtype, 1, kv_bytes_per_element, context)
     if context >= balance_context_for(chip, model, dtype, kv_bytes_per_element):
         return math.inf
     return float(numeric["balance_batch"](0, context, *p))
@@ -141,7 +173,7 @@ def step_time(chip, model, batch, context, dtype="bf16", chips=1, kv_bytes_per_e
     positive("batch", batch)
     non_negative("context", context)
     check_fit(chip, model, batch, context, dtype, chips, kv_bytes_per_element)
-    t = numeric["t_step"](batch, context, *_params(chip, model, dtype, chips, kv_bytes_per_element))
+    t = numeric["t_step"](batch, context, *_params(chip, model, dtype, chips, kv_bytes_per_element, context))
     return float(t) if np.ndim(t) == 0 else t
 
 
@@ -189,7 +221,7 @@ def decode_point(chip, model, batch, context, dtype="bf16", chips=1, usd_per_chi
     chip, model = _resolve(chip, model)
     positive("usd_per_chip_hour", usd_per_chip_hour)
     step_time(chip, model, batch, context, dtype, chips, kv_bytes_per_element)  # validates, checks fit
-    p = _params(chip, model, dtype, chips, kv_bytes_per_element)
+    p = _params(chip, model, dtype, chips, kv_bytes_per_element, context)
     return DecodePoint(
         t_compute=float(numeric["t_compute"](batch, context, *p)),
         t_weights=float(numeric["t_weights"](batch, context, *p)),
@@ -208,3 +240,11 @@ def fast_mode(speed_ratio: float, price_ratio: float) -> tuple[float, float]:
     if speed_ratio < 1 or price_ratio < 1:
         raise ChalkError("speed_ratio and price_ratio must be >= 1 for a fast tier")
     return float(speed_ratio), 1.0 / float(price_ratio)
+
+
+def replica_params(chip, model, dtype="bf16", chips=1, kv_bytes_per_element=2, context=0):
+    """(N_act, N_tot, b_w, b_kv, F, W) of one replica, checked, in the order ``numeric`` takes
+    after (B, L): for callers (plots, the widget) that evaluate the formulas on arrays of batches."""
+    chip, model = _resolve(chip, model)
+    non_negative("context", context)
+    return _params(chip, model, dtype, chips, kv_bytes_per_element, context)

@@ -1,0 +1,245 @@
+"""Serving calculator: does it fit, how fast is a step, what does a token cost.
+
+Every time comes from ``roofline``'s formulas (``roofline.numeric``); this module only picks the
+hardware, applies the efficiency knobs and shows the formulas with the numbers put in.
+
+Defaults, stated once:
+* ``HEADROOM = 0.10``: 10% of HBM is kept free for activations, the runtime and fragmentation.
+* ``MFU = 1.0`` and ``MEMORY_EFFICIENCY = 1.0``: the roofline bound. The knobs divide peak FLOP/s
+  and peak HBM bandwidth, F -> eta_c F and W -> eta_m W, so a step takes at least 1/eta longer.
+* A pass of ``n`` new tokens per sequence (prefill) does n times the matmul work of a decode step
+  and reads the weights once; its KV term is the cache at the context after the pass.
+"""
+import math
+import re
+from dataclasses import dataclass
+
+import sympy as sp
+
+from . import hardware, models, roofline, systems
+from .errors import ChalkError, DoesNotFit, UnknownName, in_range, non_negative, positive, positive_int
+from .notation import B, F, L, N_act, N_tot, W, b_kv, b_w, eta_c, eta_m, n, n_chips, p_chip
+
+HEADROOM = 0.10
+MFU = 1.0
+MEMORY_EFFICIENCY = 1.0
+
+# --- formulas: roofline's, generalised to a pass of n tokens and to the efficiency knobs --------
+_derated = {F: eta_c * F, W: eta_m * W}
+t_compute_pass = roofline.t_compute.subs(B, B * n).subs(_derated, simultaneous=True)
+"""A pass of n new tokens for each of B sequences: n times a decode step's matmuls."""
+t_mem_pass = roofline.t_mem.subs(_derated, simultaneous=True)
+"""Weights read once; the KV cache of every sequence read (written) once."""
+t_pass = sp.Max(t_compute_pass, t_mem_pass)
+cost_per_token_pass = t_pass * n_chips * p_chip / (3600 * B * n)
+"""Dollars per token of a pass: the replica's rental for the pass shared by its B n tokens."""
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """What serves one replica: ``count`` chips of one kind, and how to name it."""
+    chip: hardware.Chip
+    count: int
+    label: str
+
+
+def resolve(target, chips=None) -> Hardware:
+    """A system name (``"gb200-nvl72"``), a chip name (``"H100-SXM"``, times ``chips``, default 1),
+    or a System / Chip object."""
+    if isinstance(target, str) and target in systems.catalog_systems():
+        target = systems.get(target)
+    if isinstance(target, systems.System):
+        if chips is not None and chips != target.count:
+            raise ChalkError(f"chips: system {target.name} has {target.count} chips; leave chips out "
+                             f"or name a chip instead")
+        return Hardware(target.chip, target.count, target.name)
+    if isinstance(target, str) and target not in hardware.catalog_chips():
+        known = ", ".join(systems.names() + hardware.names())
+        raise UnknownName(f"system: unknown system or chip {target!r}; known: {known}")
+    chip = hardware.get(target) if isinstance(target, str) else target
+    count = 1 if chips is None else positive_int("chips", chips)
+    return Hardware(chip, count, f"{count} x {chip.name}")
+
+
+def _model(model):
+    return models.get(model) if isinstance(model, str) else model
+
+
+# --- does it fit ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Fit:
+    weights: float
+    kv: float
+    available: float
+    """HBM the weights and KV may use, after the headroom."""
+    headroom: float
+
+    @property
+    def needed(self) -> float:
+        return self.weights + self.kv
+
+    @property
+    def fits(self) -> bool:
+        return self.needed <= self.available
+
+    @property
+    def shortfall(self) -> float:
+        """Bytes missing (0 when it fits)."""
+        return max(0.0, self.needed - self.available)
+
+
+def fit(model, target, batch, context, dtype="bf16", chips=None, kv_bytes_per_element=2,
+        headroom=HEADROOM) -> Fit:
+    """Weights + KV cache of ``batch`` sequences of ``context`` tokens against the HBM."""
+    model, hw = _model(model), resolve(target, chips)
+    non_negative("batch", batch)
+    non_negative("context", context)
+    in_range("headroom", headroom, 0, 0.99)
+    weights = float(roofline.memory_needed(model, 0, 0, dtype))
+    total = float(roofline.memory_needed(model, batch, context, dtype, kv_bytes_per_element))
+    return Fit(weights=weights, kv=total - weights,
+               available=hw.count * hw.chip.hbm_capacity * (1 - headroom), headroom=headroom)
+
+
+def max_batch(model, target, context, dtype="bf16", chips=None, kv_bytes_per_element=2,
+              headroom=HEADROOM) -> float:
+    """Largest batch whose KV cache of ``context`` tokens fits beside the weights."""
+    hw = resolve(target, chips)
+    return roofline.max_batch(hw.chip, _model(model), context, dtype, hw.count, kv_bytes_per_element, headroom)
+
+
+def max_context(model, target, batch, dtype="bf16", chips=None, kv_bytes_per_element=2,
+                headroom=HEADROOM) -> float:
+    """Longest context (tokens) at which ``batch`` sequences fit; inf if the cache stops growing.
+
+    KV bytes only grow with context, so the answer is found by bisection on the exact total
+    (sliding windows make it piecewise linear).
+    """
+    model = _model(model)
+    positive_int("batch", batch)
+
+    def fits(context):
+        return fit(model, target, batch, context, dtype, chips, kv_bytes_per_element, headroom).fits
+
+    if not fits(0):
+        roofline.check_fit(resolve(target, chips).chip, model, 0, 0, dtype,
+                           resolve(target, chips).count, headroom=headroom)
+    high = 1
+    while fits(high):
+        if high > 1e15:
+            return math.inf
+        high *= 2
+    low = high // 2
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid)
+    return float(low)
+
+
+# --- step times -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PassPoint(roofline.DecodePoint):
+    """A roofline operating point for a pass of ``n`` new tokens per sequence (decode: n = 1)."""
+    n: int = 1
+    context: float = 0.0
+    t_compute_peak: float = 0.0
+    """The matmul time at peak FLOP/s, before the MFU knob."""
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.batch * self.n / self.t_step
+
+    @property
+    def mfu(self) -> float:
+        """Fraction of peak FLOP/s used: peak matmul time over the step time."""
+        return self.t_compute_peak / self.t_step
+
+    @property
+    def usd_per_million_tokens(self) -> float:
+        return super().usd_per_million_tokens / self.n
+
+
+def run_pass(model, target, batch, context, n=1, dtype="bf16", chips=None, kv_bytes_per_element=2,
+             mfu=MFU, memory_efficiency=MEMORY_EFFICIENCY, usd_per_chip_hour=2.0,
+             headroom=HEADROOM) -> PassPoint:
+    """Lower bound on a pass of ``n`` tokens per sequence, ``context`` tokens cached after it.
+
+    Raises DoesNotFit when the weights and KV exceed the HBM left after ``headroom``.
+    """
+    model, hw = _model(model), resolve(target, chips)
+    positive("batch", batch)
+    non_negative("context", context)
+    n = positive_int("n", n)
+    in_range("mfu", mfu, 1e-6, 1)
+    in_range("memory_efficiency", memory_efficiency, 1e-6, 1)
+    positive("usd_per_chip_hour", usd_per_chip_hour)
+    roofline.check_fit(hw.chip, model, batch, context, dtype, hw.count, kv_bytes_per_element, headroom)
+    n_act, n_tot, b_w, b_kv, flops, bw = roofline._params(hw.chip, model, dtype, hw.count,
+                                                          kv_bytes_per_element, context)
+    f = roofline.numeric
+    peak = float(f["t_compute"](batch * n, context, n_act, n_tot, b_w, b_kv, flops, bw))
+    derated = (n_act, n_tot, b_w, b_kv, flops * mfu, bw * memory_efficiency)
+    return PassPoint(
+        t_compute=float(f["t_compute"](batch * n, context, *derated)),
+        t_weights=float(f["t_weights"](batch, context, *derated)),
+        t_kv=float(f["t_kv"](batch, context, *derated)),
+        batch=float(batch), chips=hw.count, usd_per_chip_hour=float(usd_per_chip_hour),
+        n=n, context=float(context), t_compute_peak=peak)
+
+
+def decode(model, target, batch, context, **kwargs) -> PassPoint:
+    """One decode step: one new token for each of ``batch`` sequences with ``context`` cached."""
+    return run_pass(model, target, batch, context, n=1, **kwargs)
+
+
+def prefill(model, target, batch, prompt, **kwargs) -> PassPoint:
+    """Prefill of ``prompt`` tokens for each of ``batch`` sequences, in one pass."""
+    prompt = positive_int("prompt", prompt)
+    return run_pass(model, target, batch, prompt, n=prompt, **kwargs)
+
+
+def substituted(point: PassPoint, model, target, dtype="bf16", chips=None, kv_bytes_per_element=2,
+                mfu=MFU, memory_efficiency=MEMORY_EFFICIENCY) -> tuple[str, str]:
+    """The pass formula in plain text, and the same with this point's numbers put in."""
+    model, hw = _model(model), resolve(target, chips)
+    n_act, n_tot, bw_, kv, flops, bw = roofline._params(hw.chip, model, dtype, hw.count,
+                                                        kv_bytes_per_element, point.context)
+    values = {B: int(point.batch), n: point.n, L: int(point.context), N_act: _g(n_act),
+              N_tot: _g(n_tot), b_w: _g(bw_), b_kv: _g(float(kv)), F: _g(flops), W: _g(bw),
+              eta_c: _g(mfu), eta_m: _g(memory_efficiency)}
+    expr = roofline.t_step if (point.n, mfu, memory_efficiency) == (1, 1, 1) else t_pass
+    filled = expr.subs({k: sp.Symbol(str(v)) for k, v in values.items()}, simultaneous=True)
+    return plain(expr), sp.sstr(filled)
+
+
+def plain(expr) -> str:
+    """A formula in plain text for a terminal: N_\\text{act} -> N_act, \\eta_\\text{c} -> eta_c."""
+    def ascii_name(sym):
+        name = re.sub(r"\\text\{(\w+)\}", r"\1", sym.name)
+        return name.replace("^\\star", "_star").replace("\\", "").replace("{", "").replace("}", "")
+    return sp.sstr(expr.subs({s_: sp.Symbol(ascii_name(s_)) for s_ in expr.free_symbols}))
+
+
+def _g(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def money(model, target, batch, context, prompt, usd_per_chip_hour, **kwargs) -> dict:
+    """$ per million output tokens (decode at ``context``) and input tokens (prefill of ``prompt``)."""
+    out = decode(model, target, batch, context, usd_per_chip_hour=usd_per_chip_hour, **kwargs)
+    inp = prefill(model, target, batch, prompt, usd_per_chip_hour=usd_per_chip_hour, **kwargs)
+    return {"output": out.usd_per_million_tokens, "input": inp.usd_per_million_tokens}
+
+
+def rental_prices(target, chips=None, usd_per_chip_hour=None) -> list[float]:
+    """The $/chip-hour figures to price at: the one given, else the chip's published range."""
+    if usd_per_chip_hour is not None:
+        positive("usd_per_chip_hour", usd_per_chip_hour)
+        return [float(usd_per_chip_hour)]
+    rental = resolve(target, chips).chip.rental_usd_per_hour
+    return list(rental) if rental else []
+
+
+__all__ = ["HEADROOM", "MFU", "MEMORY_EFFICIENCY", "Fit", "PassPoint", "DoesNotFit", "fit", "max_batch",
+           "max_context", "decode", "prefill", "run_pass", "money", "rental_prices", "resolve",
+           "substituted", "t_pass", "t_compute_pass", "t_mem_pass", "cost_per_token_pass"]

@@ -1,0 +1,285 @@
+"""``python -m chalk``: the catalog and the serving calculator from a terminal.
+
+Exit codes: 0 the question was answered (and, for serve/fit, the model fits); 3 the answer is
+"does not fit" (printed with the shortfall, not an error); 2 bad input (one line on stderr).
+"""
+import argparse
+import math
+import sys
+
+from . import calculator, hardware, models, prices, reference
+from .errors import ChalkError
+
+EXIT_OK, EXIT_BAD_INPUT, EXIT_DOES_NOT_FIT = 0, 2, 3
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr (no usage dump)."""
+
+    def error(self, message):
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def _positive_int(name):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a whole number, got {text!r}") from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{name} must be >= 1, got {value}")
+        return value
+    return parse
+
+
+def _non_negative_int(name):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a whole number, got {text!r}") from None
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"{name} must be >= 0, got {value}")
+        return value
+    return parse
+
+
+def _fraction(name, low, high):
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{name} must be between {low:g} and {high:g}, got {value:g}")
+        return value
+    return parse
+
+
+def _price(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"usd-per-chip-hour must be a number, got {text!r}") from None
+    if not value > 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"usd-per-chip-hour must be > 0, got {text}")
+    return value
+
+
+DTYPES = tuple(hardware.BYTES_PER_ELEMENT)
+
+
+def _add_hardware(p):
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--system", help="a system from `list systems`, e.g. gb200-nvl72, hgx-h100")
+    where.add_argument("--chip", help="a chip from `list chips`, e.g. H100-SXM; with --chips for a count")
+    p.add_argument("--chips", type=_positive_int("chips"), help="how many --chip serve one replica (default 1)")
+
+
+def _add_workload(p):
+    p.add_argument("--model", required=True, help="a model from `list models`, e.g. deepseek-v3")
+    _add_hardware(p)
+    p.add_argument("--batch", required=True, type=_positive_int("batch"),
+                   help="sequences decoded together, one new token each per step")
+    p.add_argument("--context", required=True, type=_non_negative_int("context"),
+                   help="tokens already in each sequence's KV cache")
+    p.add_argument("--dtype", default="bf16", choices=DTYPES,
+                   help="number format of the weights and of the matmuls (default bf16)")
+    p.add_argument("--kv-dtype", default="bf16", choices=DTYPES,
+                   help="number format of the KV cache (default bf16, 2 bytes per element)")
+    p.add_argument("--headroom", type=_fraction("headroom", 0, 0.99), default=calculator.HEADROOM,
+                   help=f"fraction of HBM kept free for activations and the runtime (default {calculator.HEADROOM:g})")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m chalk",
+                     description="Chalk's catalog (chips, systems, models, API prices) and serving calculator.",
+                     epilog="Exit codes: 0 answered (fits); 3 answered: does not fit; 2 bad input.",
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("list", help="list chips, systems, models and API prices with sources")
+    p.add_argument("what", nargs="?", default="all", choices=("all", "chips", "systems", "models", "prices"),
+                   help="which catalog to list (default all)")
+
+    p = sub.add_parser("serve", help="decode and prefill roofline, regime, tokens/s and $ per Mtok")
+    _add_workload(p)
+    p.add_argument("--prompt", type=_positive_int("prompt"), default=None,
+                   help="prompt tokens per sequence for the prefill pass (default: the --context)")
+    p.add_argument("--mfu", type=_fraction("mfu", 1e-6, 1), default=calculator.MFU,
+                   help="achieved / peak FLOP/s (default 1.0 = roofline bound)")
+    p.add_argument("--memory-efficiency", type=_fraction("memory-efficiency", 1e-6, 1),
+                   default=calculator.MEMORY_EFFICIENCY,
+                   help="achieved / peak HBM bandwidth (default 1.0 = roofline bound)")
+    p.add_argument("--usd-per-chip-hour", type=_price, default=None,
+                   help="rental price per chip; default: the chip's published range, if any")
+
+    p = sub.add_parser("fit", help="weights + KV against HBM; largest batch and longest context")
+    _add_workload(p)
+
+    p = sub.add_parser("prices", help="API list prices and their ratios")
+    p.add_argument("name", nargs="?", help="one entry, e.g. google/gemini-2.5-pro (default: all)")
+
+    p = sub.add_parser("deduce", help="what a provider's prices imply (decode MFU, KV bytes, cache tier)")
+    p.add_argument("--price", required=True, help="a price entry from `prices`, e.g. google/gemini-2.5-pro")
+    p.add_argument("--model", help="model to compare the implied KV bytes with (default: none)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--system", help="hardware whose r = F/W and HBM to assume (default H100-SXM)")
+    where.add_argument("--chip", help="same, as a chip name")
+    p.add_argument("--dtype", default="bf16", choices=DTYPES, help="for r = F/W (default bf16)")
+    return parser
+
+
+# --- output helpers ---------------------------------------------------------------------------
+def _rows(rows: list[tuple[str, str]]) -> str:
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:,.3f} ms"
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e9:,.1f} GB"
+
+
+def _target(args):
+    return args.system or args.chip
+
+
+def _common(args):
+    return dict(dtype=args.dtype, chips=args.chips,
+                kv_bytes_per_element=hardware.bytes_per_weight(args.kv_dtype), headroom=args.headroom)
+
+
+def _check_names(args) -> None:
+    """Fail on an unknown model, hardware or unsupported dtype before printing anything."""
+    models.get(args.model)
+    calculator.resolve(_target(args), args.chips).chip.flops(args.dtype)
+
+
+def _fit_report(args) -> tuple[str, bool]:
+    f = calculator.fit(args.model, _target(args), args.batch, args.context, **_common(args))
+    hw = calculator.resolve(_target(args), args.chips)
+    rows = [("hardware", f"{hw.label} ({hw.count} x {hw.chip.hbm_capacity / 1e9:,.0f} GB HBM)"),
+            ("weights", _gb(f.weights)),
+            (f"KV cache (batch {args.batch} x {args.context:,} tokens)", _gb(f.kv)),
+            ("needed", _gb(f.needed)),
+            (f"available ({f.headroom:.0%} kept free)", _gb(f.available))]
+    if f.fits:
+        rows.append(("verdict", f"fits, {_gb(f.available - f.needed)} to spare"))
+    else:
+        rows.append(("verdict", f"does not fit: short by {_gb(f.shortfall)}"))
+    return _rows(rows), f.fits
+
+
+def _serve(args) -> int:
+    _check_names(args)
+    model = models.get(args.model)
+    text, fits = _fit_report(args)
+    print(f"{model.display} on {calculator.resolve(_target(args), args.chips).label}, {args.dtype} weights, "
+          f"{args.kv_dtype} KV cache\n\nMemory\n{text}")
+    if not fits:
+        print("\nNo step time: the model does not fit. Use more chips, a smaller batch or context, or fewer bytes per weight.")
+        return EXIT_DOES_NOT_FIT
+    knobs = dict(_common(args), mfu=args.mfu, memory_efficiency=args.memory_efficiency)
+    dec = calculator.decode(model, _target(args), args.batch, args.context, **knobs)
+    prompt = args.prompt or max(args.context, 1)
+    pre = calculator.prefill(model, _target(args), args.batch, prompt, **knobs)
+    for title, point in (("Decode step (1 new token per sequence)", dec),
+                         (f"Prefill pass ({prompt:,} tokens per sequence)", pre)):
+        formula, filled = calculator.substituted(point, model, _target(args), args.dtype, args.chips,
+                                                 hardware.bytes_per_weight(args.kv_dtype), args.mfu,
+                                                 args.memory_efficiency)
+        print(f"\n{title}\n  t >= {formula}\n    = {filled}")
+        print(_rows([("compute time", _ms(point.t_compute)), ("weight-read time", _ms(point.t_weights)),
+                     ("KV-read time", _ms(point.t_kv)), ("step time (lower bound)", _ms(point.t_step)),
+                     ("regime", point.regime), ("tokens/s (replica)", f"{point.tokens_per_second:,.0f}"),
+                     ("MFU at this bound", f"{point.mfu:.1%}")]))
+    rates = calculator.rental_prices(_target(args), args.chips, args.usd_per_chip_hour)
+    print(f"\nMoney (mfu {args.mfu:g}, memory efficiency {args.memory_efficiency:g})")
+    if not rates:
+        print("  no published rental price for this chip: pass --usd-per-chip-hour")
+    for rate in rates:
+        out = calculator.decode(model, _target(args), args.batch, args.context, usd_per_chip_hour=rate, **knobs)
+        inp = calculator.prefill(model, _target(args), args.batch, prompt, usd_per_chip_hour=rate, **knobs)
+        print(f"  at ${rate:g}/chip-hour: output ${out.usd_per_million_tokens:,.4g} per Mtok, "
+              f"input ${inp.usd_per_million_tokens:,.4g} per Mtok")
+    return EXIT_OK
+
+
+def _fit(args) -> int:
+    _check_names(args)
+    model = models.get(args.model)
+    text, fits = _fit_report(args)
+    common = _common(args)
+    try:
+        batch = calculator.max_batch(model, _target(args), args.context, **common)
+        context = calculator.max_context(model, _target(args), args.batch, **common)
+        extra = [("largest batch at this context", f"{batch:,.0f}"),
+                 ("longest context at this batch", "unbounded" if math.isinf(context) else f"{context:,.0f} tokens")]
+    except ChalkError:  # the weights alone do not fit: no batch or context helps
+        extra = [("largest batch at this context", "none: the weights alone do not fit")]
+    print(f"{model.display}\n{text}\n{_rows(extra)}")
+    return EXIT_OK if fits else EXIT_DOES_NOT_FIT
+
+
+def _prices(args) -> int:
+    entries = [prices.get(args.name)] if args.name else prices.catalog_prices().values()
+    for e in entries:
+        rows = [("input / output", f"${e.input:g} / ${e.output:g} per Mtok (output {e.output_to_input:.2g}x input)")]
+        for key in ("cache_read", "cache_write_5m", "cache_write_1h"):
+            if getattr(e, key) is not None:
+                rows.append((key.replace("_", " "), f"${getattr(e, key):g} ({e.ratio(key):.3g}x input)"))
+        if e.long_context:
+            mi, mo = e.long_context_multipliers
+            rows.append((f"above {e.long_context['above_tokens']:,} tokens",
+                         f"${e.long_context['input']:g} / ${e.long_context['output']:g} ({mi:.3g}x / {mo:.3g}x)"))
+        for tier in ("fast", "priority"):
+            if getattr(e, tier):
+                t = getattr(e, tier)
+                rows.append((tier, f"${t['input']:g} / ${t['output']:g} ({t['output'] / e.output:.3g}x)"))
+        rows.append(("source", f"{e.source} (as of {e.as_of})"))
+        print(f"{e.name}: {e.provider} {e.model}\n{_rows(rows)}\n")
+    return EXIT_OK
+
+
+def _deduce(args) -> int:
+    target = args.system or args.chip or "H100-SXM"
+    calculator.resolve(target)  # a clear error for an unknown name
+    price = prices.get(args.price)
+    print(f"What {price.provider} {price.model}'s prices (as of {price.as_of}) imply, on {target}:")
+    for d in prices.deduce(price, args.model, target, args.dtype):
+        inputs = ", ".join(f"{k} = {v:,.4g}" if isinstance(v, float) else f"{k} = {v}" for k, v in d.inputs.items())
+        line = f"  {d.quantity}: {calculator.plain(d.formula)} with {inputs}  ->  {d.value:,.4g}"
+        if d.quantity == "storage tier":
+            line = f"  cache held {d.inputs['T_hold']:g} s -> {d.inputs['tier']} (drain time C/W = {d.value:,.4g} s)"
+        if d.actual is not None:
+            line += f"  (actual {d.actual_label}: {d.actual:,.0f})"
+        print(line)
+    batches = prices.fast_tier_batches(price)
+    if batches:
+        print(f"  fast tier: normal batch at {batches[0]:g} x B*, fast batch at {batches[1]:.3g} x B* (roofline.fast_mode)")
+    return EXIT_OK
+
+
+def _list(args) -> int:
+    tables = {"chips": reference.chips_table, "systems": reference.systems_table,
+              "models": reference.models_table, "prices": reference.prices_table}
+    for name, table in tables.items():
+        if args.what in ("all", name):
+            print(f"## {name}\n\n{table()}\n")
+    return EXIT_OK
+
+
+COMMANDS = {"list": _list, "serve": _serve, "fit": _fit, "prices": _prices, "deduce": _deduce}
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except ChalkError as e:
+        print(f"python -m chalk {args.command}: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT

@@ -1,0 +1,100 @@
+"""The student edition of the course: a folder and a zip to hand out, and a solution-free site tree.
+
+    python -m chalk.edition --out _build/student            # folder + _build/student.zip
+    python -m chalk.edition --site-tree /tmp/chalk-site     # repository copy for `make book STUDENT=1`
+
+The folder holds every problem set with its solutions removed (``chalk.student``) and the chapter
+notebooks as they are. Each problem set records its chapter in the notebook metadata
+(``chalk.problem_set``), which the grader reads first. The zip is reproducible: sorted entries,
+fixed timestamps and permissions, so the same tree gives the same bytes.
+"""
+import argparse
+import shutil
+import sys
+import zipfile
+from pathlib import Path
+
+import nbformat
+
+from .student import SolutionMarkerError, student_notebook
+
+ROOT = Path(__file__).resolve().parents[2]
+"""The repository (the library is installed editable from ``lib/``)."""
+ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+"""The earliest time a zip entry can hold; any fixed value makes the archive reproducible."""
+_NOT_COPIED = (".git", ".venv", "_build", ".pytest_cache", ".hypothesis", ".jupyter_cache",
+               "__pycache__", ".ipynb_checkpoints", "*.egg-info")
+
+
+def problem_sets(root: Path = ROOT) -> list[Path]:
+    """The instructor's problem sets, ``exercises/NN_name.ipynb``, in chapter order."""
+    return sorted((root / "exercises").glob("[0-9]*.ipynb"))
+
+
+def student_problem_set(src: Path) -> nbformat.NotebookNode:
+    """The student edition of one problem set, tagged with its chapter for the grader."""
+    nb = student_notebook(nbformat.read(src, as_version=4), str(src))
+    nb.metadata["chalk"] = {"problem_set": src.stem}
+    return nb
+
+
+def _write_problem_sets(sources: list[Path], out_dir: Path) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for src in sources:
+        nbformat.write(student_problem_set(src), out_dir / src.name)
+
+
+def write_zip(folder: Path, dest: Path) -> Path:
+    """Zip ``folder`` (entries under its name) with sorted names, fixed dates and modes."""
+    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            info = zipfile.ZipInfo(str(Path(folder.name) / path.relative_to(folder)), ZIP_TIME)
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, path.read_bytes())
+    return dest
+
+
+def build(out: Path, root: Path = ROOT) -> Path:
+    """Write the student edition to ``out`` (replacing it) and ``out`` + ``.zip``; return the zip."""
+    if out.exists():
+        shutil.rmtree(out)
+    _write_problem_sets(problem_sets(root), out / "exercises")
+    (out / "notebooks").mkdir(parents=True)
+    for nb in sorted((root / "notebooks").glob("*.ipynb")):
+        shutil.copyfile(nb, out / "notebooks" / nb.name)
+    return write_zip(out, out.with_suffix(".zip"))
+
+
+def site_tree(dest: Path, root: Path = ROOT) -> Path:
+    """A copy of the book's sources at ``dest`` whose problem sets are the student editions.
+
+    Jupyter Book then builds a class site from it: the exercises run unanswered and no worked
+    solution is on any page. The repository itself is left untouched.
+    """
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(root, dest, ignore=shutil.ignore_patterns(*_NOT_COPIED))
+    _write_problem_sets(problem_sets(root), dest / "exercises")
+    return dest
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="Write the student edition of the course.")
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--out", type=Path, help="folder for the edition; the zip goes beside it")
+    what.add_argument("--site-tree", type=Path, help="folder for a solution-free copy of the book")
+    args = parser.parse_args(argv)
+    try:
+        if args.out:
+            print(f"student edition: {args.out}/ and {build(args.out)}")
+        else:
+            print(f"solution-free book sources: {site_tree(args.site_tree)}")
+    except (SolutionMarkerError, OSError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

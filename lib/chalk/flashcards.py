@@ -1,0 +1,358 @@
+"""Flashcard decks: load and check the YAML decks, fill in computed numbers, draw card figures,
+and write the flip-card HTML of the flashcards page.
+
+A deck is ``exercises/flashcards/<chapter>.yml``::
+
+    chapter: "01_batching"
+    title: "Batching"
+    cards:
+      - id: balance_batch
+        front: "What is the balance batch $B^\\star$?"
+        back: "... about {{ balance_v3_h100 }} for DeepSeek-V3 on an H100 ..."
+        tags: [formula]
+        figure: graph_a          # optional, a name in FIGURES
+
+A derived number is never typed into a card: ``{{ name }}`` is replaced by ``VALUES[name]()``,
+computed from the catalog. ``render_figure(name)`` returns a card's figure as PNG bytes, so the
+same figure can go into the page and into other deck formats.
+"""
+import base64
+import html
+import io
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import yaml
+from markdown_it import MarkdownIt
+from mdit_py_plugins.dollarmath import dollarmath_plugin
+
+from . import hardware, models, roofline
+from .errors import ChalkError, lookup
+from .exercises import problem_set
+from .problems import ch01_batching as ch01
+
+DECK_DIR = Path(__file__).resolve().parents[2] / "exercises" / "flashcards"
+"""Where the course keeps its decks (the library is installed editable from the repository)."""
+
+
+class DeckError(ChalkError):
+    """A deck file that cannot be used; the message names the file and, where known, the card."""
+
+
+# --- computed values --------------------------------------------------------------------------
+def _key(exercise_id: str) -> float:
+    """A number the chapter's problem set also asks for: the card quotes the answer key."""
+    return problem_set("01_batching")[exercise_id].expected()
+
+
+def _v3_expert_ratio() -> float:
+    moe = models.get("deepseek-v3").moe
+    return moe["n_routed_experts"] / moe["experts_per_token"]
+
+
+VALUES: dict[str, Callable[[], str]] = {
+    "s_v3": lambda: f"{_key('sparsity_v3'):.0f}",
+    "experts_ratio_v3": lambda: f"{_v3_expert_ratio():.0f}",
+    "r_a100": lambda: f"{hardware.get('A100-80GB').intensity('bf16'):.0f}",
+    "r_h100": lambda: f"{hardware.get('H100-SXM').intensity('bf16'):.0f}",
+    "r_gb200": lambda: f"{hardware.get('GB200').intensity('bf16'):.0f}",
+    "balance_v3_h100": lambda: f"{_key('balance_h100'):,.0f}",
+    "balance_v3_lecture_s": lambda: f"{hardware.get('H100-SXM').intensity('bf16') * ch01.LECTURE_SPARSITY:,.0f}",
+    "lstar_v3_h100": lambda: f"{_key('lstar_h100'):,.0f}",
+    "kv_v3_kib": lambda: f"{models.get('deepseek-v3').kv_bytes_per_token(2) / 1024:.0f}",
+    "drain_h100_ms": lambda: f"{hardware.get('H100-SXM').drain_time * 1e3:.0f}",
+    "drain_a100_ms": lambda: f"{hardware.get('A100-80GB').drain_time * 1e3:.0f}",
+    "drain_gb200_ms": lambda: f"{hardware.get('GB200').drain_time * 1e3:.0f}",
+    "floor_v3_nvl72_ms": lambda: f"{_key('latency_floor_ms'):.1f}",
+    "fast_shrink": lambda: f"{_key('fast_batch_shrink'):.0f}",
+}
+"""Numbers the cards quote, each computed from chalk and formatted as the card shows it."""
+
+
+_PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}")
+
+
+def fill(text: str, where: str = "card") -> str:
+    """Replace each ``{{ name }}`` in ``text`` by the computed value ``VALUES[name]``."""
+    def value(match: re.Match) -> str:
+        name = match.group(1)
+        if name not in VALUES:
+            raise DeckError(f"{where}: unknown value {{{{ {name} }}}}; known values: "
+                            f"{', '.join(sorted(VALUES))}")
+        return VALUES[name]()
+    return _PLACEHOLDER.sub(value, text)
+
+
+# --- figures ----------------------------------------------------------------------------------
+# Okabe-Ito colours: distinguishable with the common colour-vision deficiencies.
+_BLUE, _ORANGE, _GREY = "#0072B2", "#D55E00", "#999999"
+_FIG_SYSTEM = dict(chip="GB200", model="deepseek-v3", context=1024, dtype="fp8", usd_per_chip_hour=2.0)
+"""What the card figures draw: DeepSeek-V3 in FP8 on a GB200 NVL72 rack, 1k tokens of context."""
+
+
+def _fig_curves():
+    """Batch, B*, and the per-step times (ms) of compute, weight reads and KV reads on the rack."""
+    chip, model = hardware.get(_FIG_SYSTEM["chip"]), models.get(_FIG_SYSTEM["model"])
+    dtype, chips = _FIG_SYSTEM["dtype"], chip.scale_up_domain
+    args = (_FIG_SYSTEM["context"], model.active_params, model.total_params,
+            hardware.bytes_per_weight(dtype), model.kv_bytes_per_token(2),
+            chips * chip.flops(dtype), chips * chip.hbm_bandwidth)
+    b_star = float(roofline.numeric["balance_batch"](0, *args))
+    batch = np.linspace(1, 3 * b_star, 600)
+    times = {n: 1e3 * np.broadcast_to(roofline.numeric[n](batch, *args), batch.shape)
+             for n in ("t_compute", "t_weights", "t_kv")}
+    return batch, b_star, times
+
+
+def _new_axes(b_star: float):
+    from matplotlib.figure import Figure  # Figure without pyplot: no global state, no GUI backend
+    fig = Figure(figsize=(3.6, 2.5), dpi=100, layout="constrained")
+    ax = fig.add_subplot()
+    ax.axvline(b_star, color=_GREY, lw=0.8)
+    ax.annotate(r"$B^\star$", (b_star, 1), xycoords=("data", "axes fraction"), xytext=(3, -10),
+                textcoords="offset points", fontsize=8)
+    ax.set_title("DeepSeek-V3, FP8, GB200 NVL72, 1k context", fontsize=7)
+    ax.tick_params(labelsize=7)
+    return fig, ax
+
+
+def _graph_a():
+    """Graph A: step time against batch, the max of the memory line and the compute line."""
+    batch, b_star, t = _fig_curves()
+    memory = t["t_weights"] + t["t_kv"]
+    fig, ax = _new_axes(b_star)
+    ax.plot(batch, t["t_weights"], ":", color=_GREY, label="weight read")
+    ax.plot(batch, memory, "--", color=_BLUE, label="memory (weights + KV)")
+    ax.plot(batch, t["t_compute"], "--", color=_ORANGE, label="compute")
+    ax.plot(batch, np.maximum(t["t_compute"], memory), color="black", lw=2, label="step time")
+    ax.set(xlabel="batch B (sequences)", ylabel="step time (ms)", ylim=(0, None), xlim=(0, batch[-1]))
+    ax.legend(fontsize=6.5, loc="lower right")
+    return fig
+
+
+def _graph_b():
+    """Graph B: cost per token against batch, a hyperbola falling onto a floor (log-log)."""
+    batch, b_star, t = _fig_curves()
+    chips = hardware.get(_FIG_SYSTEM["chip"]).scale_up_domain
+    usd_per_mtok_per_ms = 1e-3 * chips * _FIG_SYSTEM["usd_per_chip_hour"] / 3600 * 1e6
+    per_token = {n: usd_per_mtok_per_ms * v / batch for n, v in t.items()}
+    fig, ax = _new_axes(b_star)
+    ax.loglog(batch, per_token["t_weights"], ":", color=_GREY, label="weight read / B")
+    ax.loglog(batch, per_token["t_kv"], "-.", color=_BLUE, label="KV read / B")
+    ax.loglog(batch, per_token["t_compute"], "--", color=_ORANGE, label="compute / B")
+    step = np.maximum(per_token["t_compute"], per_token["t_weights"] + per_token["t_kv"])
+    ax.loglog(batch, step, color="black", lw=2, label="cost per token")
+    ax.set(xlabel="batch B (sequences)", ylabel="$ per million tokens")
+    ax.legend(fontsize=6.5, loc="lower left")
+    return fig
+
+
+FIGURES: dict[str, Callable] = {"graph_a": _graph_a, "graph_b": _graph_b}
+"""Figures a card may name; each returns a small matplotlib Figure drawn from chalk formulas."""
+
+
+@cache
+def render_figure(name: str) -> bytes:
+    """The figure ``name`` as PNG bytes (small: about 360 x 240 pixels)."""
+    fig = lookup("figure", name, FIGURES, param="figure")()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    return buf.getvalue()
+
+
+# --- decks ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Card:
+    id: str
+    front: str
+    """Markdown with $...$ math, computed values filled in."""
+    back: str
+    tags: tuple[str, ...]
+    chapter: str
+    figure: str | None = None
+
+
+@dataclass(frozen=True)
+class Deck:
+    chapter: str
+    title: str
+    cards: tuple[Card, ...]
+    path: Path
+
+
+_ID = re.compile(r"^[a-z][a-z0-9_]*$")
+_CARD_KEYS = {"id", "front", "back", "tags", "figure"}
+
+
+def _text(where: str, entry: dict, key: str) -> str:
+    value = entry.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise DeckError(f"{where}: '{key}' must be non-empty text, got {value!r}")
+    return value.strip()
+
+
+def _card(where: str, i: int, entry, chapter: str) -> Card:
+    if not isinstance(entry, dict):
+        raise DeckError(f"{where} card #{i + 1}: must be a mapping with id, front, back, tags")
+    card_id = entry.get("id")
+    if not isinstance(card_id, str) or not _ID.match(card_id):
+        raise DeckError(f"{where} card #{i + 1}: 'id' must be snake_case text, got {card_id!r}")
+    where = f"{where} card {card_id!r}"
+    if unknown := set(entry) - _CARD_KEYS:
+        raise DeckError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}; "
+                        f"allowed: {', '.join(sorted(_CARD_KEYS))}")
+    tags = entry.get("tags")
+    if not isinstance(tags, list) or not tags or not all(isinstance(t, str) and t for t in tags):
+        raise DeckError(f"{where}: 'tags' must be a non-empty list of words, got {tags!r}")
+    figure = entry.get("figure")
+    if figure is not None and figure not in FIGURES:
+        raise DeckError(f"{where}: unknown figure {figure!r}; known figures: {', '.join(sorted(FIGURES))}")
+    return Card(id=card_id, front=fill(_text(where, entry, "front"), where),
+                back=fill(_text(where, entry, "back"), where), tags=tuple(tags),
+                chapter=chapter, figure=figure)
+
+
+def load_deck(path) -> Deck:
+    """Read and check one deck file; errors name the file and the card."""
+    path = Path(path)
+    where = str(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as err:
+        raise DeckError(f"{where}: cannot read the deck: {err}") from None
+    if not isinstance(data, dict):
+        raise DeckError(f"{where}: a deck must be a mapping with chapter, title and cards")
+    chapter, title = _text(where, data, "chapter"), _text(where, data, "title")
+    if chapter != path.stem:
+        raise DeckError(f"{where}: chapter {chapter!r} does not match the file name {path.stem!r}")
+    entries = data.get("cards")
+    if not isinstance(entries, list) or not entries:
+        raise DeckError(f"{where}: 'cards' must be a non-empty list")
+    cards = tuple(_card(where, i, e, chapter) for i, e in enumerate(entries))
+    return Deck(chapter=chapter, title=title, cards=cards, path=path)
+
+
+def load_decks(directory=DECK_DIR) -> tuple[Deck, ...]:
+    """Every ``*.yml`` deck in ``directory``, in chapter order; card ids must be unique across decks."""
+    paths = sorted(Path(directory).glob("*.yml"))
+    if not paths:
+        raise DeckError(f"{directory}: no deck files (*.yml)")
+    decks = tuple(load_deck(p) for p in paths)
+    seen: dict[str, Path] = {}
+    for deck in decks:
+        for card in deck.cards:
+            if card.id in seen:
+                raise DeckError(f"{deck.path} card {card.id!r}: id already used in {seen[card.id]}")
+            seen[card.id] = deck.path
+    return decks
+
+
+# --- HTML -------------------------------------------------------------------------------------
+def _math(content: str, options: dict) -> str:
+    # \( \) and \[ \] are MathJax 3's default delimiters; escaping keeps "<" out of the markup,
+    # and the browser decodes it before MathJax reads the text.
+    left, right = (r"\[", r"\]") if options.get("display_mode") else (r"\(", r"\)")
+    return left + html.escape(content, quote=False) + right
+
+
+# allow_digits=False: "$2 per hour ... $3" is money, not math.
+_MARKDOWN = MarkdownIt("commonmark").use(dollarmath_plugin, allow_digits=False, renderer=_math)
+
+
+def card_html(text: str) -> str:
+    """A card face's Markdown as an HTML fragment, math in \\(...\\) for MathJax."""
+    return _MARKDOWN.render(text).strip()
+
+
+# One face shows at a time; the grid stretches the cards of a row to the same height.
+_CSS = """
+.chalk-controls { margin: 0.5em 0 1em; display: flex; gap: 1em; align-items: center; flex-wrap: wrap; }
+.chalk-filter { max-width: 22em; }
+.chalk-chapter-title { font-weight: 600; font-size: 1.15em; margin: 1em 0 0.5em; }
+.chalk-count { font-weight: normal; color: #666; font-size: 0.85em; }
+.chalk-grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(15.5em, 1fr)); gap: 0.8em; }
+.chalk-card { display: flex; flex-direction: column; min-height: 7em; border: 1px solid #c8c8c8; border-radius: 8px; padding: 0.7em 0.8em 0.4em;
+  cursor: pointer; background: #fff; box-shadow: 0 1px 3px rgba(0,0,0,.08); font-size: 0.92em; }
+.chalk-card:hover, .chalk-card:focus { border-color: #0072B2; outline: none; }
+.chalk-card.flipped { background: #f3f8fc; border-color: #0072B2; }
+.chalk-face { flex: 1; }
+.chalk-face p { margin: 0 0 0.5em; }
+.chalk-back, .chalk-card.flipped .chalk-front { display: none; }
+.chalk-card.flipped .chalk-back { display: block; }
+.chalk-side { display: block; font-size: 0.72em; text-transform: uppercase; letter-spacing: .06em; color: #888; }
+.chalk-figure { display: block; max-width: 100%; margin: 0.3em auto; }
+.chalk-tags { margin-top: 0.3em; }
+.chalk-tag { font-size: 0.7em; color: #555; background: #eee; border-radius: 3px; padding: 0 0.4em; margin-right: 0.3em; }
+"""
+
+# Scoped to its own deck via currentScript, so two decks on one page do not interfere.
+_JS = """
+(function () {
+  var deck = document.currentScript.parentElement;
+  function flip(card) {
+    card.classList.toggle("flipped");
+    card.setAttribute("aria-pressed", card.classList.contains("flipped"));
+  }
+  deck.addEventListener("click", function (e) {
+    var card = e.target.closest(".chalk-card");
+    if (card) flip(card);
+  });
+  deck.addEventListener("keydown", function (e) {
+    var card = e.target.closest(".chalk-card");
+    if (card && (e.key === "Enter" || e.key === " ")) { e.preventDefault(); flip(card); }
+  });
+  deck.querySelector(".chalk-filter").addEventListener("change", function (e) {
+    deck.querySelectorAll(".chalk-chapter").forEach(function (s) {
+      s.hidden = e.target.value !== "" && s.dataset.chapter !== e.target.value;
+    });
+  });
+  deck.querySelector(".chalk-reset").addEventListener("click", function () {
+    deck.querySelectorAll(".chalk-card.flipped").forEach(flip);
+  });
+})();
+"""
+
+
+def _face(card: Card, side: str) -> str:
+    body = card_html(card.front if side == "front" else card.back)
+    if side == "back" and card.figure:
+        png = base64.b64encode(render_figure(card.figure)).decode("ascii")
+        body += (f'<img class="chalk-figure" alt="figure: {html.escape(card.figure)}" '
+                 f'src="data:image/png;base64,{png}">')
+    label = "question" if side == "front" else "answer"
+    return f'<div class="chalk-face chalk-{side}"><span class="chalk-side">{label}</span>{body}</div>'
+
+
+def _card_element(card: Card) -> str:
+    tags = " ".join(f'<span class="chalk-tag">{html.escape(t)}</span>' for t in card.tags)
+    return (f'<div class="chalk-card" id="card-{card.id}" data-card-id="{card.id}" tabindex="0" '
+            f'role="button" aria-pressed="false">{_face(card, "front")}{_face(card, "back")}'
+            f'<div class="chalk-tags">{tags}</div></div>')
+
+
+def deck_html(decks) -> str:
+    """Flip cards for ``decks`` as one self-contained HTML block (inline CSS and JS, no kernel).
+
+    Cards are grouped by chapter under a chapter filter; clicking a card (or Enter/Space on it)
+    toggles the class ``flipped``. Math is left for the page's MathJax to typeset.
+    """
+    decks = tuple(decks)
+    if not decks:
+        raise ChalkError("decks: need at least one deck")
+    options = "".join(f'<option value="{d.chapter}">{html.escape(d.title)}</option>' for d in decks)
+    sections = "".join(
+        f'<section class="chalk-chapter" data-chapter="{d.chapter}">'
+        f'<p class="chalk-chapter-title">{html.escape(d.title)} '
+        f'<span class="chalk-count">({len(d.cards)} cards)</span></p>'
+        f'<div class="chalk-grid">{"".join(_card_element(c) for c in d.cards)}</div></section>'
+        for d in decks)
+    return (f'<div class="chalk-deck mathjax_process"><style>{_CSS}</style>'
+            f'<div class="chalk-controls"><label>Chapter <select class="chalk-filter">'
+            f'<option value="">all chapters</option>{options}</select></label> '
+            f'<button type="button" class="chalk-reset">show all questions</button></div>'
+            f'{sections}<script>{_JS}</script></div>')
+

@@ -1,0 +1,322 @@
+"""Chapter 1's figures, drawn from ``roofline``'s formulas: one style and one drawing code.
+
+The notebook's figures, the live widget (``explorer``) and the website's static twin (``twin``)
+all take their numbers from ``curves``, and the first two their pictures from ``RooflineFigure``,
+so the three cannot disagree. Figures are plain ``matplotlib.figure.Figure`` objects on an Agg
+canvas, not pyplot figures: nothing is displayed behind the caller's back and the widget can
+redraw one figure in place.
+"""
+import io
+import math
+from dataclasses import dataclass
+
+import matplotlib
+import numpy as np
+import sympy as sp
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from PIL import Image
+
+from . import hardware, models, roofline
+from .errors import ChalkError
+from .notation import n_chips, p_chip
+
+# Okabe and Ito's palette: distinguishable under every common colour-vision deficiency.
+COLORS = {"t_compute": "#0072B2", "t_weights": "#E69F00", "t_kv": "#009E73", "t_mem": "#D55E00",
+          "t_step": "#000000", "nofit": "#999999", "point": "#CC79A7", "balance": "#56B4E9"}
+LABELS = {"t_compute": "compute", "t_weights": "weight read", "t_kv": "KV read",
+          "t_mem": "memory (weights + KV)", "t_step": "bound: max(compute, memory)"}
+STYLE = {"font.size": 9, "axes.titlesize": 9.5, "axes.labelsize": 9, "legend.fontsize": 8,
+         "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True,
+         "grid.alpha": 0.25, "lines.linewidth": 1.4}
+DPI = 100
+"""Modest resolution: the chapter page, images included, must stay light."""
+
+BATCHES = np.logspace(0, 5, 101)
+"""Batches drawn: 1 to 100,000 sequences, 20 points per decade."""
+
+TIMES = ("t_compute", "t_weights", "t_kv", "t_mem", "t_step")
+REGIMES = ("memory-bound (weights)", "memory-bound (KV cache)", "compute-bound")
+"""The names ``roofline.DecodePoint.regime`` uses, indexed by ``regimes``' codes."""
+NOFIT = "does not fit in HBM"
+
+_MAX = [{"Max": np.maximum}, "numpy"]
+_COST = {name: sp.lambdify(roofline.ARGS + (n_chips, p_chip),
+                           1e6 * roofline.cost_per_token.subs(roofline.t_step, getattr(roofline, name)),
+                           modules=_MAX)
+         for name in TIMES}
+"""$ per million tokens if a step lasted each time: roofline's cost_per_token with t_step replaced."""
+
+
+def new_figure(width: float, height: float, ncols: int = 1):
+    """A figure in the course style on its own Agg canvas, with ``ncols`` axes side by side."""
+    fig = Figure(figsize=(width, height), dpi=DPI)
+    FigureCanvasAgg(fig)
+    with _style():
+        axes = fig.subplots(1, ncols, squeeze=False)[0]
+    return fig, axes
+
+
+def _style():
+    return matplotlib.rc_context(STYLE)
+
+
+def png(fig) -> bytes:
+    """The figure as PNG bytes, drawn by Agg at its own size and the course's resolution."""
+    buf = io.BytesIO()
+    fig.canvas.print_png(buf)
+    return buf.getvalue()
+
+
+def regimes(time: dict) -> np.ndarray:
+    """Index into REGIMES at each batch: the same test as ``DecodePoint.regime``, on arrays."""
+    return np.where(time["t_compute"] >= time["t_mem"], 2,
+                    np.where(time["t_weights"] >= time["t_kv"], 0, 1))
+
+
+@dataclass(frozen=True)
+class Curves:
+    """Step time (s) and $ per million tokens of each roofline term over ``batch``."""
+    batch: np.ndarray
+    context: float
+    time: dict
+    usd_per_mtok: dict
+    balance_batch: float
+    """inf past the balance context L*."""
+    max_batch: float
+    """Largest batch whose KV cache fits beside the weights (inf at context 0)."""
+    params: tuple
+    chips: int
+    usd_per_chip_hour: float
+
+    @property
+    def regime(self) -> np.ndarray:
+        return regimes(self.time)
+
+    def at(self, batch: float) -> tuple[float, float]:
+        """(step time, $/Mtok) at one batch, fitting or not: where the widget puts its marker."""
+        args = (batch, self.context, *self.params)
+        return (float(roofline.numeric["t_step"](*args)),
+                float(_COST["t_step"](*args, self.chips, self.usd_per_chip_hour)))
+
+
+def curves(chip, model, context=0, dtype="bf16", chips=1, usd_per_chip_hour=2.0,
+           kv_bytes_per_element=2, batches=BATCHES) -> Curves:
+    """Evaluate the roofline terms on ``batches``; raises DoesNotFit if the weights alone do not fit."""
+    chip = hardware.get(chip) if isinstance(chip, str) else chip
+    model = models.get(model) if isinstance(model, str) else model
+    if dtype not in chip.dtypes:  # say what the chip has, in the widget's words
+        raise ChalkError(f"dtype: the catalog has no {dtype} rate for {chip.name}; "
+                         f"it has {', '.join(chip.dtypes)}")
+    params = roofline.replica_params(chip, model, dtype, chips, kv_bytes_per_element, context)
+    fit = roofline.max_batch(chip, model, context, dtype, chips, kv_bytes_per_element)
+    batches = np.asarray(batches, dtype=float)
+    args = (batches, context, *params)
+    shape = np.shape(batches)
+    time = {t: np.broadcast_to(roofline.numeric[t](*args), shape) for t in TIMES}
+    cost = {t: np.broadcast_to(_COST[t](*args, chips, usd_per_chip_hour), shape) for t in TIMES}
+    return Curves(batches, float(context), time, cost,
+                  roofline.balance_batch(chip, model, dtype, context, kv_bytes_per_element),
+                  fit, params, chips, float(usd_per_chip_hour))
+
+
+def _decade_limits(values, pad=1.0):
+    """Whole decades around the positive, finite values (stable ticks while the widget moves)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    return 10 ** (math.floor(math.log10(v.min()) - pad + 1e-9)), 10 ** math.ceil(math.log10(v.max()) + 1e-9)
+
+
+def plotted(c: Curves) -> tuple[dict, dict]:
+    """What graphs A and B plot: step times in ms and $ per million tokens, NaN where a term is
+    zero (the KV line at context 0), which a log axis cannot show."""
+    ms = {t: 1e3 * np.where(c.time[t] > 0, c.time[t], np.nan) for t in TIMES}
+    usd = {t: np.where(c.usd_per_mtok[t] > 0, c.usd_per_mtok[t], np.nan) for t in TIMES}
+    return ms, usd
+
+
+def y_limits(ms: dict, usd: dict):
+    """(graph A, graph B) limits in whole decades. Graph A keeps a decade under its floor; graph
+    B must show its floor, the per-token compute and KV costs, which can sit far below the bound
+    at small batches."""
+    return (_decade_limits(ms["t_step"], pad=1.0),
+            _decade_limits(np.concatenate([usd["t_step"], usd["t_compute"][:1], usd["t_kv"][:1]]), pad=0.0))
+
+
+def _segments(codes):
+    """(start, stop, code) runs of equal codes."""
+    edges = np.flatnonzero(np.diff(codes)) + 1
+    starts = np.r_[0, edges]
+    stops = np.r_[edges, len(codes)]
+    return [(a, b, int(codes[a])) for a, b in zip(starts, stops)]
+
+
+class RooflineFigure:
+    """Graph A (step time against batch) and graph B (cost per token against batch).
+
+    The artists are made once; ``draw`` moves their data, so redrawing for the widget costs only
+    Agg's rasterisation, not building axes, ticks and legends again.
+    """
+    MAX_BACKGROUNDS = 32
+    """Cached backgrounds (about 1.7 MB each) for ``render_png``."""
+
+    def __init__(self, width=8.0, height=4.2):
+        self.fig, (self.ax_time, self.ax_cost) = new_figure(width, height, 2)
+        self.fig.subplots_adjust(left=0.08, right=0.97, bottom=0.25, top=0.87, wspace=0.27)
+        self.lines, self.points, self.spans, self.balance, self.texts = {}, {}, {}, {}, {}
+        for ax, unit in ((self.ax_time, "time per decode step (ms)"),
+                         (self.ax_cost, "cost per output token ($ per million)")):
+            with _style():
+                ax.set_xscale("log")
+                ax.set_yscale("log")
+                ax.set_xlim(BATCHES[0], BATCHES[-1])
+                ax.minorticks_off()  # decades are enough to read, and ticks are Agg's slowest part
+                ax.set_xlabel("batch B (sequences per step)")
+                ax.set_ylabel(unit)
+                self.spans[ax] = ax.axvspan(BATCHES[-1], BATCHES[-1], facecolor=COLORS["nofit"],
+                                            alpha=0.3, hatch="//", edgecolor="white", lw=0,
+                                            label=NOFIT)
+                self.balance[ax] = ax.axvline(1, color=COLORS["balance"], ls=":", lw=1.2,
+                                              label="balance batch B*")
+                self.lines[ax] = {t: ax.plot([], [], color=COLORS[t], label=LABELS[t],
+                                             lw=2.8 if t == "t_step" else 1.3,
+                                             ls="-" if t in ("t_step", "t_compute") else "--",
+                                             zorder=3 if t == "t_step" else 2)[0] for t in TIMES}
+                self.points[ax] = ax.plot([], [], "o", ms=8, color=COLORS["point"], mec="black",
+                                          zorder=5, label="operating point")[0]
+                self.texts[ax] = [ax.text(1, 0.95, "", transform=ax.get_xaxis_transform(),
+                                          ha="center", va="top", fontsize=7.5, color="#333333")
+                                  for _ in range(len(REGIMES) + 1)]
+        handles = [*self.lines[self.ax_time].values(), self.balance[self.ax_time],
+                   self.spans[self.ax_time], self.points[self.ax_time]]
+        with _style():
+            self.fig.legend(handles=handles, loc="lower center", ncol=4, frameon=False)
+        self._backgrounds = {}
+        self.ax_time.set_title("A: step time (lower bound)")
+        self.ax_cost.set_title("B: cost per token")
+        self.title = self.fig.suptitle("", fontsize=10)
+
+    def draw(self, c: Curves, point=None, title: str = ""):
+        """Show curves ``c``; ``point`` = (batch, step time s, $/Mtok) marks the operating point."""
+        self.title.set_text(title)
+        ms, usd = plotted(c)
+        for ax, ys, lim in zip((self.ax_time, self.ax_cost), (ms, usd), y_limits(ms, usd)):
+            for t in TIMES:
+                self.lines[ax][t].set_data(c.batch, ys[t])
+            ax.set_ylim(*lim)
+            self.spans[ax].set_x(min(c.max_batch, BATCHES[-1]))
+            self.spans[ax].set_width(BATCHES[-1] * 10)
+            self.balance[ax].set_xdata([c.balance_batch] * 2)
+            self.balance[ax].set_visible(math.isfinite(c.balance_batch))
+            self._label_regimes(ax, c)
+            if point is None:
+                self.points[ax].set_data([], [])
+            else:
+                y = 1e3 * point[1] if ax is self.ax_time else point[2]
+                self.points[ax].set_data([point[0]], [y])
+        return self.fig
+
+    def _label_regimes(self, ax, c: Curves):
+        """Name each run of one regime at its (log) middle, if it spans a decade or more; batches
+        that do not fit are one more run."""
+        texts = iter(self.texts[ax])
+        logb = np.log10(c.batch)
+        names = (*REGIMES, NOFIT)
+        codes = np.where(c.batch > c.max_batch, len(REGIMES), c.regime)
+        for a, b, code in _segments(codes):
+            if logb[b - 1] - logb[a] < 1:
+                continue
+            text = next(texts)
+            text.set_text(names[code].replace(" (", "\n(").replace(" in ", "\nin "))
+            text.set_x(10 ** ((logb[a] + logb[b - 1]) / 2))
+            text.set_visible(True)
+        for text in texts:
+            text.set_visible(False)
+
+    def _dynamic(self):
+        """Artists that move between updates, in drawing order; all else is background."""
+        for ax in (self.ax_time, self.ax_cost):
+            yield from (self.spans[ax], self.balance[ax], *self.lines[ax].values(), self.points[ax],
+                        *self.texts[ax])
+        yield self.title
+
+    def render_png(self) -> bytes:
+        """PNG of the current state, fast: the background (axes, ticks, legend, title) is drawn
+        once per pair of y limits and kept; each update draws only the moving artists over a copy
+        of it. Ticks and labels are most of Agg's time, so this is the widget's path."""
+        canvas = self.fig.canvas
+        key = (self.ax_time.get_ylim(), self.ax_cost.get_ylim())
+        if key not in self._backgrounds:
+            if len(self._backgrounds) >= self.MAX_BACKGROUNDS:
+                self._backgrounds.pop(next(iter(self._backgrounds)))
+            shown = [(a, a.get_visible()) for a in self._dynamic()]
+            for a, _ in shown:
+                a.set_visible(False)
+            canvas.draw()
+            self._backgrounds[key] = canvas.copy_from_bbox(self.fig.bbox)
+            for a, visible in shown:
+                a.set_visible(visible)
+        canvas.restore_region(self._backgrounds[key])
+        for a in self._dynamic():
+            if a.get_visible():
+                self.fig.draw_artist(a)
+        width, height = canvas.get_width_height()
+        buf = io.BytesIO()
+        # Fast zlib level: the PNG is shown once and thrown away.
+        image = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba()).convert("RGB")
+        image.save(buf, "png", compress_level=1)
+        return buf.getvalue()
+
+    def message(self, text: str):
+        """Clear the curves and say why (the widget's 'does not fit')."""
+        for ax in (self.ax_time, self.ax_cost):
+            for line in (*self.lines[ax].values(), self.points[ax]):
+                line.set_data([], [])
+            for t in self.texts[ax]:
+                t.set_visible(False)
+            self.balance[ax].set_visible(False)
+            self.spans[ax].set_x(BATCHES[0])
+        self.title.set_text(text)
+        return self.fig
+
+
+def describe(chip, model, context, dtype, chips) -> str:
+    chip = hardware.get(chip) if isinstance(chip, str) else chip
+    model = models.get(model) if isinstance(model, str) else model
+    return f"{model.display} on {chips} x {chip.name} in {dtype}, context {context:,.0f} tokens"
+
+
+def roofline_figure(chip, model, context=0, dtype="bf16", chips=1, usd_per_chip_hour=2.0,
+                    batch=None, kv_bytes_per_element=2):
+    """Graphs A and B for one replica, with the operating point at ``batch`` if given."""
+    c = curves(chip, model, context, dtype, chips, usd_per_chip_hour, kv_bytes_per_element)
+    point = None if batch is None else (batch, *c.at(batch))
+    return RooflineFigure().draw(c, point, describe(chip, model, context, dtype, chips))
+
+
+def balance_context_figure(cases, points=300):
+    """B* against context for each (chip, model, dtype), with its asymptote at L*.
+
+    B* does not depend on how many chips serve a replica (F and W scale together), so a case names
+    one chip. Past L* no batch is compute-bound: the curve stops and the dashed line marks L*.
+    """
+    fig, (ax,) = new_figure(6.4, 3.6)
+    palette = [COLORS[t] for t in ("t_compute", "t_weights", "t_kv", "t_mem", "point")]
+    resolved = [(hardware.get(chip), models.get(model), dtype) for chip, model, dtype in cases]
+    l_stars = [roofline.balance_context_for(*case) for case in resolved]
+    contexts = np.logspace(1, np.log10(2 * max(l_stars)), points)
+    for (chip, model, dtype), l_star, color in zip(resolved, l_stars, palette):
+        ctx = contexts[contexts < l_star]
+        bstar = [roofline.balance_batch(chip, model, dtype, x) for x in ctx]
+        with _style():
+            ax.plot(ctx, bstar, color=color, label=f"{model.display}, {chip.name}, {dtype}: L* = {l_star:,.0f}")
+            ax.axvline(l_star, color=color, ls="--", lw=1)
+    with _style():
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("context L (tokens)")
+        ax.set_ylabel("balance batch B* (sequences)")
+        ax.legend(loc="upper left", framealpha=0.9)
+    fig.subplots_adjust(left=0.12, right=0.98, bottom=0.14, top=0.88)
+    return fig
+

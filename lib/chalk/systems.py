@@ -1,0 +1,88 @@
+"""Systems: a count of one catalog chip joined by one scale-up network (``data/systems.toml``).
+
+Only the chip and the count are data; every total is computed from the chip's figures, so a
+system can never disagree with its chip. A System offers the same properties as a Chip
+(``flops``, ``hbm_capacity``, ``hbm_bandwidth``, ``intensity``, ``drain_time``), as totals.
+"""
+from dataclasses import dataclass
+from functools import cache
+
+from . import catalog, hardware
+from .errors import ChalkError, lookup
+
+
+@dataclass(frozen=True)
+class System:
+    name: str
+    display: str
+    chip: hardware.Chip
+    count: int
+    source: str
+    as_of: str
+    note: str = ""
+
+    def flops(self, dtype: str = "bf16") -> float:
+        """Dense peak FLOP/s of all chips together."""
+        return self.count * self.chip.flops(dtype)
+
+    @property
+    def hbm_capacity(self) -> float:
+        return self.count * self.chip.hbm_capacity
+
+    @property
+    def hbm_bandwidth(self) -> float:
+        return self.count * self.chip.hbm_bandwidth
+
+    @property
+    def scale_up_bandwidth(self) -> float:
+        """Sum over chips of each chip's bidirectional scale-up bandwidth."""
+        return self.count * self.chip.scale_up_bandwidth
+
+    @property
+    def scale_out_bandwidth(self) -> float:
+        """Sum over chips of each chip's scale-out (NIC/DCN) bandwidth: the system's egress."""
+        return self.count * self.chip.scale_out_bandwidth
+
+    @property
+    def scale_up_to_out(self) -> float:
+        """How many times faster the scale-up network is than scale-out, per chip."""
+        return self.chip.scale_up_bandwidth / self.chip.scale_out_bandwidth
+
+    def intensity(self, dtype: str = "bf16") -> float:
+        """Same as the chip's: totals scale together."""
+        return self.flops(dtype) / self.hbm_bandwidth
+
+    @property
+    def drain_time(self) -> float:
+        return self.hbm_capacity / self.hbm_bandwidth
+
+    @property
+    def status(self) -> str:
+        return self.chip.status
+
+
+_FIELDS = {"display": str, "chip": str, "count": int}
+
+
+@cache
+def catalog_systems() -> dict[str, System]:
+    systems = {}
+    for name, e in catalog.load("systems.toml").items():
+        where = f"systems.toml [{name}]"
+        catalog.require(where, e, _FIELDS)
+        chip = hardware.get(e["chip"])
+        if e["count"] > chip.scale_up_domain:
+            raise ChalkError(f"{where}: count {e['count']} exceeds {chip.name}'s scale-up domain "
+                             f"of {chip.scale_up_domain} chips")
+        systems[name] = System(name=name, display=e["display"], chip=chip, count=e["count"],
+                               source=e["source"], as_of=e["as_of"], note=e.get("note", ""))
+    return systems
+
+
+def get(name: str) -> System:
+    """The system called ``name``; an unknown name raises an error listing the known systems."""
+    return lookup("system", name, catalog_systems(), param="system")
+
+
+def names() -> list[str]:
+    return list(catalog_systems())

@@ -1,0 +1,33 @@
+"""Every data entry carries a source and a date, and bad data is rejected when loaded."""
+import pytest
+
+from chalk import catalog, hardware, models
+from chalk.errors import ChalkError
+
+
+def test_every_entry_has_https_source_and_date():
+    for entry in [*hardware.catalog_chips().values(), *models.catalog_models().values()]:
+        assert entry.source.startswith("https://") and len(entry.as_of) == 10
+
+
+def test_contract_names_exist():
+    for chip in ("A100-80GB", "H100-SXM", "H200", "B200", "GB200", "TPU-v5e"):
+        assert hardware.get(chip).hbm_capacity > 0
+    for model in ("deepseek-v3", "llama-3-70b", "llama-3.1-8b", "mixtral-8x7b"):
+        assert models.get(model).total_params >= models.get(model).active_params
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"vendor": "X", "status": "s", "tflops": {}, "hbm_GB": -1.0}, "'hbm_GB' must be > 0"),
+    ({"vendor": "X", "status": "s", "tflops": {}}, "missing 'hbm_GB'"),
+    ({"vendor": 3}, "'vendor' must be str"),
+])
+def test_require_names_the_field(entry, message):
+    fields = {"vendor": str, "status": str, "tflops": dict, "hbm_GB": float}
+    with pytest.raises(ChalkError, match=message):
+        catalog.require("chips.toml [X]", entry, fields)
+
+
+def test_dense_model_has_sparsity_one_and_moe_more():
+    assert models.get("llama-3-70b").sparsity == 1.0
+    assert models.get("deepseek-v3").sparsity > 17

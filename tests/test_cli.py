@@ -1,0 +1,96 @@
+"""``python -m chalk``: every subcommand answers, bad input gives one line on stderr and exit 2."""
+import subprocess
+import sys
+
+import pytest
+
+from chalk import cli
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "chalk", *args], capture_output=True, text=True)
+
+
+def test_help_explains_every_option(capsys):
+    for command in ("serve", "fit", "deduce"):
+        with pytest.raises(SystemExit) as done:
+            cli.main([command, "--help"])
+        assert done.value.code == 0
+        text = capsys.readouterr().out
+        for option in ("--model", "--system", "--chip", "--dtype"):
+            assert option in text
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    assert "Exit codes" in capsys.readouterr().out
+
+
+def test_list_shows_every_catalog(capsys):
+    assert cli.main(["list"]) == cli.EXIT_OK
+    out = capsys.readouterr().out
+    for word in ("H100-SXM", "gb200-nvl72", "deepseek-v3", "Gemini 2.5 Pro", "Rubin", "announced"):
+        assert word in out
+
+
+def test_serve_prints_formula_values_result_and_regime(capsys):
+    code = cli.main(["serve", "--model", "deepseek-v3", "--system", "gb200-nvl72", "--batch", "2048",
+                     "--context", "32768", "--dtype", "fp8"])
+    out = capsys.readouterr().out
+    assert code == cli.EXIT_OK
+    assert "Max(2*B*N_act/F" in out and "2048" in out and "32768" in out
+    assert "memory-bound (KV cache)" in out and "step time" in out and "tokens/s" in out
+
+
+def test_serve_prices_from_rental_range(capsys):
+    assert cli.main(["serve", "--model", "llama-3.1-8b", "--chip", "H100-SXM", "--batch", "8", "--context", "1024"]) == 0
+    assert "$1.99/chip-hour" in capsys.readouterr().out
+
+
+def test_does_not_fit_is_an_answer_not_a_crash(capsys):
+    code = cli.main(["serve", "--model", "llama-3.1-405b", "--chip", "H100-SXM", "--chips", "4",
+                     "--batch", "64", "--context", "8192"])
+    out = capsys.readouterr().out
+    assert code == cli.EXIT_DOES_NOT_FIT
+    assert "does not fit: short by" in out and "step time (lower bound)" not in out
+
+
+def test_fit_reports_back_solves(capsys):
+    assert cli.main(["fit", "--model", "llama-3-70b", "--system", "hgx-h100", "--batch", "16", "--context", "8192"]) == 0
+    out = capsys.readouterr().out
+    assert "largest batch" in out and "longest context" in out
+
+
+def test_prices_and_deduce(capsys):
+    assert cli.main(["prices"]) == 0
+    assert cli.main(["prices", "google/gemini-2.5-pro"]) == 0
+    assert cli.main(["deduce", "--price", "google/gemini-2.5-pro", "--model", "deepseek-v3"]) == 0
+    out = capsys.readouterr().out
+    assert "decode MFU" in out and "KV bytes per token" in out and "as of 2025-06-17" in out
+
+
+@pytest.mark.parametrize("args, param", [
+    (["serve", "--model", "nope", "--chip", "H100-SXM", "--batch", "1", "--context", "1"], "model"),
+    (["serve", "--model", "llama-3.1-8b", "--chip", "H999", "--batch", "1", "--context", "1"], "system"),
+    (["serve", "--model", "llama-3.1-8b", "--system", "nope", "--batch", "1", "--context", "1"], "system"),
+    (["serve", "--model", "llama-3.1-8b", "--chip", "H100-SXM", "--batch", "-3", "--context", "1"], "batch"),
+    (["serve", "--model", "llama-3.1-8b", "--chip", "H100-SXM", "--batch", "x", "--context", "1"], "batch"),
+    (["serve", "--model", "llama-3.1-8b", "--chip", "H100-SXM", "--batch", "1", "--context", "-1"], "context"),
+    (["serve", "--model", "llama-3.1-8b", "--chip", "H100-SXM", "--batch", "1", "--context", "1", "--dtype", "fp7"], "dtype"),
+    (["serve", "--model", "llama-3.1-8b", "--chip", "A100-80GB", "--batch", "1", "--context", "1", "--dtype", "fp8"], "dtype"),
+    (["serve", "--model", "llama-3.1-8b", "--chip", "H100-SXM", "--batch", "1", "--context", "1", "--mfu", "2"], "mfu"),
+    (["serve", "--model", "llama-3.1-8b", "--chip", "H100-SXM", "--batch", "1", "--context", "1",
+      "--usd-per-chip-hour", "-1"], "usd-per-chip-hour"),
+    (["serve", "--model", "llama-3.1-8b", "--system", "hgx-h100", "--chips", "4", "--batch", "1", "--context", "1"], "chips"),
+    (["serve", "--model", "llama-3.1-8b", "--chip", "H100-SXM", "--chips", "0", "--batch", "1", "--context", "1"], "chips"),
+    (["fit", "--model", "llama-3.1-8b", "--chip", "H100-SXM", "--batch", "1", "--context", "1", "--headroom", "5"], "headroom"),
+    (["prices", "nope/nothing"], "price"),
+    (["deduce", "--price", "nope"], "price"),
+    (["list", "planets"], "what"),
+    (["frobnicate"], "COMMAND"),
+])
+def test_bad_input_one_line_on_stderr(args, param):
+    result = run(*args)
+    assert result.returncode == cli.EXIT_BAD_INPUT
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr
+    assert param in lines[0] or "invalid choice" in lines[0]
+    assert result.stdout == ""

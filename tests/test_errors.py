@@ -1,0 +1,67 @@
+"""Bad input fails early with a message naming the parameter and the valid range."""
+import math
+
+import pytest
+
+from chalk import ChalkError, DoesNotFit, UnknownName, hardware, models, roofline
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    (dict(batch=-1), ["batch", "> 0"]),
+    (dict(batch=0), ["batch", "> 0"]),
+    (dict(batch=math.nan), ["batch", "finite"]),
+    (dict(batch="many"), ["batch", "number"]),
+    (dict(context=-5), ["context", ">= 0"]),
+    (dict(chips=0), ["chips", ">= 1"]),
+    (dict(chips=2.5), ["chips", "whole number"]),
+    (dict(dtype="fp3"), ["dtype", "fp3", "bf16"]),
+])
+def test_step_time_rejects_bad_input(kwargs, words):
+    args = dict(chip="H100-SXM", model="llama-3.1-8b", batch=8, context=1024) | kwargs
+    with pytest.raises(ChalkError) as err:
+        roofline.step_time(**args)
+    for word in words:
+        assert word in str(err.value)
+
+
+def test_unknown_chip_lists_known_chips():
+    with pytest.raises(UnknownName) as err:
+        hardware.get("H1000")
+    assert "H1000" in str(err.value) and "H100-SXM" in str(err.value) and "TPU-v5e" in str(err.value)
+
+
+def test_unknown_model_lists_known_models():
+    with pytest.raises(UnknownName) as err:
+        models.get("gpt-5")
+    assert "deepseek-v3" in str(err.value)
+
+
+def test_dtype_the_chip_does_not_support():
+    with pytest.raises(ChalkError) as err:
+        hardware.get("A100-80GB").flops("fp8")
+    assert "fp8" in str(err.value) and "A100-80GB" in str(err.value) and "bf16" in str(err.value)
+
+
+def test_model_that_does_not_fit_reports_the_shortfall():
+    with pytest.raises(DoesNotFit) as err:
+        roofline.step_time("H100-SXM", "deepseek-v3", 1, 0, "fp8", chips=1)
+    assert "does not fit" in str(err.value) and "short by" in str(err.value)
+    # 671B FP8 weights need ~671 GB; one H100 has 80 GB.
+    assert err.value.shortfall == pytest.approx(models.get("deepseek-v3").total_params - 80e9, rel=1e-9)
+
+
+def test_kv_cache_that_does_not_fit():
+    with pytest.raises(DoesNotFit):
+        roofline.decode_point("H100-SXM", "llama-3.1-8b", 4096, 131072)
+
+
+def test_bad_price_and_kv_bytes():
+    with pytest.raises(ChalkError, match="usd_per_chip_hour"):
+        roofline.decode_point("H100-SXM", "llama-3.1-8b", 8, 0, usd_per_chip_hour=-2)
+    with pytest.raises(ChalkError, match="bytes_per_element"):
+        models.get("llama-3.1-8b").kv_bytes_per_token(0)
+
+
+def test_fast_mode_rejects_ratios_below_one():
+    with pytest.raises(ChalkError, match="speed_ratio"):
+        roofline.fast_mode(0.5, 6)
