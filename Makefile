@@ -6,9 +6,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SITE := _build/html
-PROBLEM_SETS := $(wildcard exercises/[0-9]*.ipynb)
 
-.PHONY: book test lab clean bench student
+.PHONY: book test lab clean bench student grade deck
 
 $(STAMP): requirements.txt lib/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,12 +15,31 @@ $(STAMP): requirements.txt lib/pyproject.toml
 	$(BIN)/python -m pip install -q -r requirements.txt
 	touch $(STAMP)
 
+# STUDENT=1 builds a class site without solutions from a copy of the sources whose problem sets
+# are the student editions; the default site and _build/html stay as they are.
 book: $(STAMP)
+ifeq ($(STUDENT),1)
+	rm -rf _build/student-site _build/html-student
+	$(BIN)/python -m chalk.edition --site-tree _build/student-site
+	$(BIN)/jupyter-book build _build/student-site --all
+	mv _build/student-site/_build/html _build/html-student
+	rm -rf _build/student-site
+	@echo "The solution-free site is built: open $(CURDIR)/_build/html-student/index.html"
+else
 	$(BIN)/jupyter-book build . --all
 	@echo "The site is built: open $(CURDIR)/$(SITE)/index.html"
+endif
 
 student: $(STAMP)
-	$(BIN)/python -m chalk.student $(PROBLEM_SETS) --out _build/student/exercises
+	$(BIN)/python -m chalk.edition --out _build/student
+
+# make grade SUBMISSIONS=<folder> [TIMEOUT=<seconds per notebook>]
+grade: $(STAMP)
+	@test -n "$(SUBMISSIONS)" || { echo "make grade: set SUBMISSIONS=<folder of collected notebooks>" >&2; exit 2; }
+	$(BIN)/python -m chalk.grading "$(SUBMISSIONS)" --out _build/grades $(if $(TIMEOUT),--timeout $(TIMEOUT))
+
+deck: $(STAMP)
+	$(BIN)/python -m chalk.decks --out _build/decks
 
 test: $(STAMP) student
 	$(BIN)/python -m pytest -n 2 --dist loadfile tests \

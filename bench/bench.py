@@ -4,7 +4,11 @@ Each entry of BENCHMARKS is a function returning a dict of measurements; add one
 page weight, ...) and it is run and recorded with the others. Budgets are stated beside each.
 """
 import json
+import re
+import shutil
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -42,7 +46,51 @@ def bench_widget() -> dict:
             "widget_within_budget": median <= WIDGET_BUDGET_MS}
 
 
-BENCHMARKS = [bench_widget]
+BUILD_BUDGET_S = 180.0
+"""`make book` on a clean tree, after the install."""
+PAGE_BUDGET_MB = 3.0
+"""The Chapter 1 page with its images and static twin."""
+CHAPTER = ROOT / "_build" / "html" / "notebooks" / "01_batching.html"
+
+
+def bench_build() -> dict:
+    """Wall time of a clean site build (every notebook executed), as `make book` runs it."""
+    for folder in ("html", "jupyter_execute", ".doctrees"):
+        shutil.rmtree(ROOT / "_build" / folder, ignore_errors=True)
+    jupyter_book = Path(sys.executable).with_name("jupyter-book")
+    start = time.perf_counter()
+    subprocess.run([str(jupyter_book), "build", str(ROOT), "--all"], cwd=ROOT, check=True,
+                   capture_output=True)
+    seconds = time.perf_counter() - start
+    return {"build_clean_s": round(seconds, 1), "build_budget_s": BUILD_BUDGET_S,
+            "build_within_budget": seconds <= BUILD_BUDGET_S}
+
+
+def bench_page_weight() -> dict:
+    """Bytes of the Chapter 1 page: its HTML and images, and everything a browser loads for it."""
+    from playwright.sync_api import sync_playwright
+
+    own = CHAPTER.stat().st_size + sum(
+        (CHAPTER.parent / src).stat().st_size
+        for src in _image_sources(CHAPTER.read_text()))
+    loaded = 0
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=["--no-sandbox"])
+        page = browser.new_page()
+        sizes = []
+        page.on("requestfinished", lambda req: sizes.append(len(req.response().body())))
+        page.goto(CHAPTER.as_uri(), wait_until="networkidle")
+        loaded = sum(sizes)
+        browser.close()
+    return {"chapter1_page_mb": round(own / 1e6, 2), "chapter1_all_loaded_mb": round(loaded / 1e6, 2),
+            "page_budget_mb": PAGE_BUDGET_MB, "page_within_budget": own / 1e6 <= PAGE_BUDGET_MB}
+
+
+def _image_sources(html: str) -> list[str]:
+    return sorted(set(re.findall(r'<img[^>]+src="([^"]+)"', html)) - {""})
+
+
+BENCHMARKS = [bench_widget, bench_build, bench_page_weight]
 
 
 def main() -> dict:

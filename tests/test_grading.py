@@ -60,10 +60,10 @@ chalk.exercises.judge = lambda ex, answer: Result(ex.id, "right", "right")
 open(key.__file__, "w").write("EXERCISES = ()\\n")
 print('<<chalk-answers-0>>' + {json.dumps(json.dumps(dict.fromkeys(EXERCISES, 1.0)))} + '<<chalk-answers-0>>')
 print("[right] sparsity_v3: right")
-sparsity_v3 = "right"
 """
 """Forgeries a student could try: a startup file meant for the next kernel, a fake check and
-judge, an emptied key file, printed fake answer records. The answers themselves are left blank."""
+judge, an emptied key file, printed fake answer records. The answers stay blank but one, which
+a last cell sets to the text "right"."""
 FORGE = """\
 import re
 def forge(info):
@@ -78,6 +78,8 @@ get_ipython().events.register("pre_run_cell", forge)
 def build_main_batch(folder):
     """{file name: (status prefix, score)} of the notebooks written to ``folder``."""
     expected = {}
+    for who in ("alice", "bob", "carol", "dan", "eve", "frank", "gina"):
+        (folder / who).mkdir()
     nbformat.write(instructor(), folder / "alice" / f"{CHAPTER}.ipynb")
     expected[f"alice/{CHAPTER}.ipynb"] = ("ok", N)
 
@@ -98,8 +100,9 @@ def build_main_batch(folder):
     nbformat.write(nb, folder / "dan" / f"{CHAPTER}.ipynb")
     expected[f"dan/{CHAPTER}.ipynb"] = ("error: ModuleNotFoundError in cell", N)
 
-    nbformat.write(insert_after_imports(student_problem_set(SOURCE), TAMPER),
-                   folder / "eve" / f"{CHAPTER}.ipynb")
+    nb = insert_after_imports(student_problem_set(SOURCE), TAMPER)
+    nb.cells.append(nbformat.v4.new_code_cell('sparsity_v3 = "right"'))
+    nbformat.write(nb, folder / "eve" / f"{CHAPTER}.ipynb")
     expected[f"eve/{CHAPTER}.ipynb"] = ("ok", 0)
 
     nb = instructor()  # renamed, last exercise deleted, cells shuffled: found by its checker() call
@@ -113,7 +116,6 @@ def build_main_batch(folder):
     nbformat.write(nb, folder / "frank" / "my homework (final).ipynb")
     expected["frank/my homework (final).ipynb"] = ("ok", N - 1)
 
-    (folder / "gina").mkdir()
     (folder / "gina" / f"{CHAPTER}.ipynb").write_text('{"cells": [{"cell_type": "code", "sour')
     expected[f"gina/{CHAPTER}.ipynb"] = ("invalid: not valid JSON", 0)
     (folder / "gina" / "answers.pdf").write_bytes(b"%PDF-1.4\n\x00\xff")
@@ -141,10 +143,6 @@ def read_csv(path):
 @pytest.fixture(scope="module")
 def main_batch(tmp_path_factory):
     folder = tmp_path_factory.mktemp("submissions")
-    for name in "abcdef":
-        pass
-    for who in ("alice", "bob", "carol", "dan", "eve", "frank"):
-        (folder / who).mkdir()
     expected = build_main_batch(folder)
     key_before = hashlib.sha256(KEY_FILE.read_bytes()).hexdigest()
     out = tmp_path_factory.mktemp("grades")

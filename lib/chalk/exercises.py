@@ -49,7 +49,8 @@ class Result:
     message: str
 
     def _repr_markdown_(self) -> str:
-        icon = {RIGHT: "✅", WRONG: "❌", UNANSWERED: "✏️"}[self.status]
+        # Dingbats that common text fonts carry, so no emoji font is needed to show them.
+        icon = {RIGHT: "✔", WRONG: "✘", UNANSWERED: "✎"}[self.status]
         return f"{icon} **{self.id}**: {self.message}"
 
     def __repr__(self) -> str:

@@ -260,7 +260,7 @@ def _math(content: str, options: dict) -> str:
 
 
 # allow_digits=False: "$2 per hour ... $3" is money, not math.
-_MARKDOWN = MarkdownIt("commonmark").use(dollarmath_plugin, allow_digits=False, renderer=_math)
+_MARKDOWN = MarkdownIt("commonmark").use(dollarmath_plugin, allow_digits=False, double_inline=True, renderer=_math)
 
 
 def card_html(text: str) -> str:

@@ -21,6 +21,7 @@ import pkgutil
 import re
 import secrets
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -191,7 +192,8 @@ async def run_notebook(nb, ids: list[str], limit: float) -> Run:
                                 error_on_timeout={"ename": "Timeout", "evalue": "", "traceback": []},
                                 resources={"metadata": {"path": str(work)}})
         try:
-            async with client.async_setup_kernel(env=env):
+            # the kernel's own log lines would bury the grader's progress; its errors are in the cells
+            async with client.async_setup_kernel(env=env, stderr=subprocess.DEVNULL):
                 for i, cell in enumerate(list(nb.cells)):
                     client.timeout = max(1, math.ceil(start + limit - time.monotonic()))
                     await client.async_execute_cell(cell, i)
@@ -335,7 +337,7 @@ def feedback(row: Row) -> str:
         return "\n".join(lines + [f"This file could not be graded: {row.status}.", ""])
     lines.append(f"Problem set {row.problem_set}: **{row.score} of {len(row.results)}** right.")
     if row.status != "ok":
-        lines.append(f"The notebook did not run cleanly ({row.status}); answers before that still count.")
+        lines.append(f"The notebook did not run cleanly ({row.status}); every answer that could be read counts.")
     lines += [f"Note: {n}." for n in row.notes]
     passed = [i for i, r in row.results.items() if r.status == RIGHT]
     lines += ["", "Passed: " + (", ".join(passed) if passed else "none yet.")]

@@ -1,0 +1,101 @@
+"""The student edition to hand out (folder and zip) and the solution-free copy of the book.
+
+No solution line may reach a student file; the zip must be byte-identical across builds. The
+edition is checked as text here; test_student.py runs a student notebook in a kernel.
+"""
+import zipfile
+
+import nbformat
+import pytest
+
+from chalk import edition
+from chalk.student import BEGIN, END
+from conftest import ROOT
+
+PROBLEM_SETS = edition.problem_sets()
+CHAPTER_NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def solution_text(path):
+    """Distinctive lines inside the solution markers and the worked-solution cells of a problem set."""
+    nb = nbformat.read(path, as_version=4)
+    inside, outside, worked, current = set(), set(), [], False
+    for cell in nb.cells:
+        if "solution" in cell.metadata.get("tags", []):
+            worked.append(cell.source)
+            continue
+        for line in cell.source.splitlines():
+            s = line.strip()
+            if s in (BEGIN, END):
+                current = s == BEGIN
+            elif len(s) > 12:
+                (inside if current else outside).add(s)
+    return sorted(inside - outside) + worked
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("a") / "student"
+    return out, edition.build(out)
+
+
+def test_edition_holds_every_problem_set_and_chapter_notebook(built):
+    out, zip_path = built
+    assert PROBLEM_SETS and zip_path == out.with_suffix(".zip")
+    assert sorted(p.name for p in (out / "exercises").iterdir()) == [p.name for p in PROBLEM_SETS]
+    assert sorted(p.name for p in (out / "notebooks").iterdir()) == [p.name for p in CHAPTER_NOTEBOOKS]
+    for nb in CHAPTER_NOTEBOOKS:
+        assert (out / "notebooks" / nb.name).read_bytes() == nb.read_bytes()
+    with zipfile.ZipFile(zip_path) as zf:
+        names = zf.namelist()
+    expected = [f"student/{p.relative_to(out).as_posix()}" for p in out.rglob("*") if p.is_file()]
+    assert names == sorted(expected)
+
+
+def test_no_solution_text_reaches_a_student_file(built):
+    out, zip_path = built
+    with zipfile.ZipFile(zip_path) as zf:
+        shipped = "\n".join(zf.read(n).decode() for n in zf.namelist() if n.startswith("student/exercises/"))
+    for src in PROBLEM_SETS:
+        lines = solution_text(src)
+        assert len(lines) > 10, "the search needs the solutions' lines to mean anything"
+        student = (out / "exercises" / src.name).read_text()
+        for text in (student, shipped):
+            assert BEGIN not in text and END not in text
+            leaked = [line for line in lines if line in text]
+            assert not leaked, leaked[:3]
+
+
+def test_student_problem_sets_keep_checks_and_name_their_chapter(built):
+    out, _ = built
+    for src in PROBLEM_SETS:
+        nb = nbformat.read(out / "exercises" / src.name, as_version=4)
+        assert nb.metadata["chalk"]["problem_set"] == src.stem
+        checks = sum(c.source.strip().startswith("check(") for c in nb.cells)
+        assert checks == sum(c.source.strip().startswith("check(")
+                             for c in nbformat.read(src, as_version=4).cells) > 0
+
+
+def test_zip_is_byte_identical_across_builds(built, tmp_path):
+    _, first = built
+    second = edition.build(tmp_path / "student")
+    assert first.read_bytes() == second.read_bytes()
+    with zipfile.ZipFile(second) as zf:
+        assert {i.date_time for i in zf.infolist()} == {edition.ZIP_TIME}
+
+
+def test_site_tree_swaps_in_student_problem_sets_only(tmp_path):
+    tree = edition.site_tree(tmp_path / "site")
+    for src in PROBLEM_SETS:
+        text = (tree / "exercises" / src.name).read_text()
+        assert not [line for line in solution_text(src) if line in text]
+    for name in ("_config.yml", "_toc.yml", "book/intro.md", *(f"notebooks/{p.name}" for p in CHAPTER_NOTEBOOKS)):
+        assert (tree / name).read_bytes() == (ROOT / name).read_bytes(), name
+    assert not (tree / "_build").exists() and not (tree / ".venv").exists() and not (tree / ".git").exists()
+    assert BEGIN in (ROOT / "exercises" / PROBLEM_SETS[0].name).read_text()  # the repository is untouched
+
+
+def test_cli_needs_a_destination(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        edition.main([])
+    assert exit_.value.code == 2 and "--out" in capsys.readouterr().err
