@@ -151,3 +151,36 @@ def test_scenario_fits_in_memory():
     scan = ch01_batching.SCAN
     assert EXERCISES["min_batch_compute"].expected() <= roofline.max_batch(scan["chip"], scan["model"],
                                                                              scan["context"])
+
+
+def _prompts():
+    """{exercise id: its prompt's Markdown} from the problem set the students get."""
+    import nbformat
+    from conftest import ROOT
+    nb = nbformat.read(ROOT / "exercises" / "01_batching.ipynb", as_version=4)
+    heads = [c.source for c in nb.cells if c.cell_type == "markdown" and c.source.startswith("## ")]
+    return {re.search(r"`(\w+)`", h.splitlines()[0]).group(1): h for h in heads}
+
+
+def _n(x):
+    return f"{x:,.0f}" if x >= 1000 else f"{x:g}"
+
+
+def test_prompts_state_the_scenario_the_key_uses():
+    """A prompt types its scenario's inputs for the student; they must be the key's inputs."""
+    k = ch01_batching
+    serve = k.SERVE
+    stated = {
+        "balance_kv_h100": [f"{_n(k.KV_CONTEXT)} tokens"],
+        "min_batch_compute": [f"{_n(k.SCAN['context'])} tokens"],
+        "latency_floor_ms": [f"({_n(k.RACK_GPUS)} GPUs)"],
+        "usd_per_mtok": [f"{_n(serve['chips'])}-GPU", f"{_n(serve['batch'])} sequences",
+                         f"{_n(serve['context'])} tokens", f"\\${_n(serve['usd_per_chip_hour'])} per GPU-hour"],
+        "batch_from_price": [f"\\${k.QUOTED_USD_PER_MTOK:.2f} per million"],
+        "fast_batch_shrink": [f"{_n(k.FAST_PRICE)} times the normal price", f"{_n(k.FAST_SPEED)} times"],
+    }
+    prompts = _prompts()
+    for ex_id, phrases in stated.items():
+        text = " ".join(prompts[ex_id].split())
+        for phrase in phrases:
+            assert phrase in text, (ex_id, phrase)

@@ -41,7 +41,7 @@ def site():
 
 
 def test_build_has_every_page(site):
-    for page in ("book/intro", "book/notation", "notebooks/01_batching", "exercises/01_batching",
+    for page in ("book/intro", "book/how_to_use", "book/instructors", "book/notation", "notebooks/01_batching", "exercises/01_batching",
                  "book/flashcards", "book/hardware", "book/models", "book/references"):
         assert (site / f"{page}.html").is_file(), page
 

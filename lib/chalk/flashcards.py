@@ -69,6 +69,11 @@ VALUES: dict[str, Callable[[], str]] = {
     "drain_gb200_ms": lambda: f"{hardware.get('GB200').drain_time * 1e3:.0f}",
     "floor_v3_nvl72_ms": lambda: f"{_key('latency_floor_ms'):.1f}",
     "fast_shrink": lambda: f"{_key('fast_batch_shrink'):.0f}",
+    "fast_price": lambda: f"{ch01.FAST_PRICE:g}",
+    "fast_speed": lambda: f"{ch01.FAST_SPEED:g}",
+    "v3_routed": lambda: f"{models.get('deepseek-v3').moe['experts_per_token']}",
+    "v3_experts": lambda: f"{models.get('deepseek-v3').moe['n_routed_experts']}",
+    "v3_shared": lambda: f"{models.get('deepseek-v3').moe['n_shared_experts']}",
 }
 """Numbers the cards quote, each computed from chalk and formatted as the card shows it."""
 

@@ -76,6 +76,11 @@ class Price:
         return (lc["input"] / self.input, lc["output"] / self.output) if lc else None
 
     @property
+    def fast_speedup(self) -> float | None:
+        """Output speed of the fast tier over normal service, where the provider states one."""
+        return (self.fast or {}).get("speedup")
+
+    @property
     def fast_multipliers(self) -> tuple[float, float] | None:
         tier = self.fast or self.priority
         return (tier["input"] / self.input, tier["output"] / self.output) if tier else None
@@ -95,6 +100,8 @@ def _build(name: str, e: dict) -> Price:
     for tier, fields in _TIERS.items():
         if tier in e:
             catalog.require(f"{where} {tier}", e[tier], fields)
+    if "speedup" in e.get("fast", {}):
+        catalog.require(f"{where} fast", e["fast"], {"speedup": float})
     kwargs = {k: (float(v) if isinstance(v, int) and k != "context_window" else v)
               for k, v in e.items() if k in Price.__dataclass_fields__}
     return Price(name=name, **kwargs)
@@ -215,6 +222,6 @@ def deduce(price, model=None, target="H100-SXM", dtype="bf16") -> list[Deduction
 def fast_tier_batches(price) -> tuple[float, float] | None:
     """(normal, fast) batch / B* implied by a fast tier's speed-up and price (``roofline.fast_mode``)."""
     price = get(price) if isinstance(price, str) else price
-    if not price.fast or "speedup" not in price.fast:
+    if price.fast_speedup is None:
         return None
-    return roofline.fast_mode(price.fast["speedup"], price.fast["output"] / price.output)
+    return roofline.fast_mode(price.fast_speedup, price.fast_multipliers[1])

@@ -6,7 +6,7 @@ moves the key with it. The scenario constants below are the inputs the problem s
 """
 import math
 
-from .. import hardware, models, roofline
+from .. import hardware, models, prices, roofline, systems
 from ..exercises import Exercise, Mistake
 
 DEEPSEEK, LLAMA_8B, LLAMA_70B = "deepseek-v3", "llama-3.1-8b", "llama-3-70b"
@@ -25,10 +25,11 @@ PLOT = dict(chip=H100, model=LLAMA_70B, context=512, chips=8)
 """The system drawn in the plot-reading exercise ``kink_batch``."""
 LECTURE_SPARSITY = 256 / 32
 """The lecture's reading of DeepSeek-V3: "32 of 256 experts" active."""
-RACK_GPUS = 72
+RACK_GPUS = systems.get("gb200-nvl72").count
 """GPUs of the GB200 NVL72 rack in ``latency_floor_ms``."""
-FAST_SPEED, FAST_PRICE = 2.5, 6.0
-"""The fast tier's speed and price ratios quoted in the lecture."""
+FAST_TIER = prices.get("anthropic/claude-opus-4.6")
+"""The fast mode the lecture quotes; its speed and price ratios come from the price list."""
+FAST_SPEED, FAST_PRICE = FAST_TIER.fast_speedup, FAST_TIER.fast_multipliers[1]
 
 
 def _ds():
