@@ -11,6 +11,7 @@ import pytest
 from chalk import edition
 from chalk.student import BEGIN, END
 from conftest import ROOT
+from test_student import solution_lines
 
 PROBLEM_SETS = edition.problem_sets()
 CHAPTER_NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -19,18 +20,9 @@ CHAPTER_NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 def solution_text(path):
     """Distinctive lines inside the solution markers and the worked-solution cells of a problem set."""
     nb = nbformat.read(path, as_version=4)
-    inside, outside, worked, current = set(), set(), [], False
-    for cell in nb.cells:
-        if "solution" in cell.metadata.get("tags", []):
-            worked.append(cell.source)
-            continue
-        for line in cell.source.splitlines():
-            s = line.strip()
-            if s in (BEGIN, END):
-                current = s == BEGIN
-            elif len(s) > 12:
-                (inside if current else outside).add(s)
-    return sorted(inside - outside) + worked
+    worked = [c.source for c in nb.cells if "solution" in c.metadata.get("tags", [])]
+    nb.cells = [c for c in nb.cells if "solution" not in c.metadata.get("tags", [])]
+    return sorted(solution_lines(nb)) + worked
 
 
 @pytest.fixture(scope="module")
