@@ -31,3 +31,17 @@ def test_require_names_the_field(entry, message):
 def test_dense_model_has_sparsity_one_and_moe_more():
     assert models.get("llama-3-70b").sparsity == 1.0
     assert models.get("deepseek-v3").sparsity > 17
+
+
+def test_quoted_figures_are_the_lecture_and_paper_numbers():
+    # Lecture notes section 2 (Dwarkesh Podcast, 2026-04-29): about $2 per GPU-hour, "about 300",
+    # a step every ~20 ms, DeepSeek-V3 read as "32 of 256 experts". Clark et al. 2022 (arXiv
+    # 2202.01169): 64 experts at 370M parameters per token match a 1.3B dense model.
+    from chalk import quoted
+    lecture = quoted.LECTURE
+    assert (lecture["usd_per_chip_hour"], lecture["hardware_ratio"], lecture["step_ms"]) == (2, 300, 20)
+    assert (lecture["deepseek_active_experts"], lecture["deepseek_experts"]) == (32, 256)
+    assert (quoted.CLARK2022["experts"], quoted.CLARK2022["active_params"], quoted.CLARK2022["dense_params"]) \
+        == (64, 370e6, 1.3e9)
+    for entry in (lecture, quoted.CLARK2022):
+        assert entry["source"].startswith("https://") and len(entry["as_of"]) == 10

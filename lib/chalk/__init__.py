@@ -1,7 +1,7 @@
 """Chalk: the formulas, hardware figures and model shapes behind the course.
 
 Modules: ``notation`` (symbols), ``hardware``, ``systems``, ``models`` and ``prices`` (catalog
-data), ``roofline`` (decode-step bounds, Chapter 1), ``calculator`` (fit, passes and money on any
+data), ``quoted`` (the lecture's round numbers and paper results the chapters quote), ``roofline`` (decode-step bounds, Chapter 1), ``calculator`` (fit, passes and money on any
 chip or system; ``python -m chalk``).
 """
 from . import calculator, hardware, models, notation, prices, roofline, systems

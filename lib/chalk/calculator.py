@@ -19,6 +19,7 @@ import sympy as sp
 from . import hardware, models, roofline, systems
 from .errors import ChalkError, DoesNotFit, UnknownName, in_range, non_negative, positive, positive_int
 from .notation import B, F, L, N_act, N_tot, W, b_kv, b_w, eta_c, eta_m, n, n_chips, p_chip
+from .quoted import USD_PER_CHIP_HOUR
 
 HEADROOM = 0.10
 MFU = 1.0
@@ -160,7 +161,7 @@ class PassPoint(roofline.DecodePoint):
 
 
 def run_pass(model, target, batch, context, n=1, dtype="bf16", chips=None, kv_bytes_per_element=2,
-             mfu=MFU, memory_efficiency=MEMORY_EFFICIENCY, usd_per_chip_hour=2.0,
+             mfu=MFU, memory_efficiency=MEMORY_EFFICIENCY, usd_per_chip_hour=USD_PER_CHIP_HOUR,
              headroom=HEADROOM) -> PassPoint:
     """Lower bound on a pass of ``n`` tokens per sequence, ``context`` tokens cached after it.
 

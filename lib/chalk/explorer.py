@@ -12,10 +12,11 @@ import ipywidgets as widgets
 
 from . import hardware, models, plotting, roofline
 from .errors import ChalkError, DoesNotFit
+from .quoted import USD_PER_CHIP_HOUR
 
 CHIP_COUNTS = (1, 2, 4, 8, 16, 32, 64, 72, 128, 256)
 DEFAULTS = dict(model="deepseek-v3", chip="GB200", chips=72, batch=1000.0, context=4096.0,
-                dtype="fp8", usd_per_chip_hour=2.0)
+                dtype="fp8", usd_per_chip_hour=USD_PER_CHIP_HOUR)
 
 
 def _error(e: ChalkError) -> str:

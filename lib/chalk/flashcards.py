@@ -34,6 +34,7 @@ from . import hardware, models, roofline
 from .errors import ChalkError, lookup
 from .exercises import problem_set
 from .problems import ch01_batching as ch01
+from .quoted import USD_PER_CHIP_HOUR
 
 DECK_DIR = Path(__file__).resolve().parents[2] / "exercises" / "flashcards"
 """Where the course keeps its decks (the library is installed editable from the repository)."""
@@ -73,6 +74,9 @@ VALUES: dict[str, Callable[[], str]] = {
     "fast_speed": lambda: f"{ch01.FAST_SPEED:g}",
     "v3_routed": lambda: f"{models.get('deepseek-v3').moe['experts_per_token']}",
     "v3_experts": lambda: f"{models.get('deepseek-v3').moe['n_routed_experts']}",
+    "lecture_v3_active": lambda: f"{ch01.LECTURE['deepseek_active_experts']}",
+    "lecture_v3_experts": lambda: f"{ch01.LECTURE['deepseek_experts']}",
+    "lecture_s": lambda: f"{ch01.LECTURE_SPARSITY:g}",
     "v3_shared": lambda: f"{models.get('deepseek-v3').moe['n_shared_experts']}",
 }
 """Numbers the cards quote, each computed from chalk and formatted as the card shows it."""
@@ -95,7 +99,7 @@ def fill(text: str, where: str = "card") -> str:
 # --- figures ----------------------------------------------------------------------------------
 # Okabe-Ito colours: distinguishable with the common colour-vision deficiencies.
 _BLUE, _ORANGE, _GREY = "#0072B2", "#D55E00", "#999999"
-_FIG_SYSTEM = dict(chip="GB200", model="deepseek-v3", context=1024, dtype="fp8", usd_per_chip_hour=2.0)
+_FIG_SYSTEM = dict(chip="GB200", model="deepseek-v3", context=1024, dtype="fp8", usd_per_chip_hour=USD_PER_CHIP_HOUR)
 """What the card figures draw: DeepSeek-V3 in FP8 on a GB200 NVL72 rack, 1k tokens of context."""
 
 

@@ -20,6 +20,7 @@ from PIL import Image
 from . import hardware, models, roofline
 from .errors import ChalkError
 from .notation import n_chips, p_chip
+from .quoted import USD_PER_CHIP_HOUR
 
 # Okabe and Ito's palette: distinguishable under every common colour-vision deficiency.
 COLORS = {"t_compute": "#0072B2", "t_weights": "#E69F00", "t_kv": "#009E73", "t_mem": "#D55E00",
@@ -100,7 +101,7 @@ class Curves:
                 float(_COST["t_step"](*args, self.chips, self.usd_per_chip_hour)))
 
 
-def curves(chip, model, context=0, dtype="bf16", chips=1, usd_per_chip_hour=2.0,
+def curves(chip, model, context=0, dtype="bf16", chips=1, usd_per_chip_hour=USD_PER_CHIP_HOUR,
            kv_bytes_per_element=2, batches=BATCHES) -> Curves:
     """Evaluate the roofline terms on ``batches``; raises DoesNotFit if the weights alone do not fit."""
     chip = hardware.get(chip) if isinstance(chip, str) else chip
@@ -286,7 +287,7 @@ def describe(chip, model, context, dtype, chips) -> str:
     return f"{model.display} on {chips} x {chip.name} in {dtype}, context {context:,.0f} tokens"
 
 
-def roofline_figure(chip, model, context=0, dtype="bf16", chips=1, usd_per_chip_hour=2.0,
+def roofline_figure(chip, model, context=0, dtype="bf16", chips=1, usd_per_chip_hour=USD_PER_CHIP_HOUR,
                     batch=None, kv_bytes_per_element=2):
     """Graphs A and B for one replica, with the operating point at ``batch`` if given."""
     c = curves(chip, model, context, dtype, chips, usd_per_chip_hour, kv_bytes_per_element)

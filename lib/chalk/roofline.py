@@ -10,6 +10,7 @@ import numpy as np
 import sympy as sp
 
 from . import hardware, models
+from .quoted import USD_PER_CHIP_HOUR
 from .errors import ChalkError, DoesNotFit, in_range, non_negative, positive, positive_int
 from .notation import B, F, L, N_act, N_tot, W, b_kv, b_w, n_chips, p_chip, r, s
 
@@ -215,7 +216,7 @@ class DecodePoint:
         return 1e6 * self.t_step * self.chips * self.usd_per_chip_hour / 3600 / self.batch
 
 
-def decode_point(chip, model, batch, context, dtype="bf16", chips=1, usd_per_chip_hour=2.0,
+def decode_point(chip, model, batch, context, dtype="bf16", chips=1, usd_per_chip_hour=USD_PER_CHIP_HOUR,
                  kv_bytes_per_element=2) -> DecodePoint:
     """Everything the Chapter 1 widget and calculator show for one (batch, context)."""
     chip, model = _resolve(chip, model)

@@ -13,6 +13,7 @@ import numpy as np
 
 from . import hardware, models, plotting, roofline
 from .errors import ChalkError, DoesNotFit
+from .quoted import USD_PER_CHIP_HOUR
 
 MODELS = ("deepseek-v3", "llama-3-70b", "mixtral-8x7b", "llama-3.1-8b")
 HARDWARE = (("GB200", 72), ("B200", 8), ("H200", 8), ("H100-SXM", 8), ("A100-80GB", 8))
@@ -46,7 +47,7 @@ def _readout(chip, model, context, dtype, chips, usd_per_chip_hour):
     return {key: v if key == "regime" else _round(v) for key, v in out.items()}
 
 
-def view(model, chip, chips, dtype, context, usd_per_chip_hour=2.0) -> dict:
+def view(model, chip, chips, dtype, context, usd_per_chip_hour=USD_PER_CHIP_HOUR) -> dict:
     """One view's curves and readouts, or ``{"message": ...}`` when it cannot run at all."""
     try:
         c = plotting.curves(chip, model, context, dtype, chips, usd_per_chip_hour, batches=BATCHES)
@@ -65,7 +66,7 @@ def view(model, chip, chips, dtype, context, usd_per_chip_hour=2.0) -> dict:
 
 
 def twin_data(model_names=MODELS, systems=HARDWARE, dtypes=DTYPES, contexts=CONTEXTS,
-              usd_per_chip_hour=2.0) -> dict:
+              usd_per_chip_hour=USD_PER_CHIP_HOUR) -> dict:
     """Every view of the grid, keyed ``model|chip|chips|dtype|context``."""
     return {
         "batch": _round(BATCHES),

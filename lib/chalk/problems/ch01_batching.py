@@ -7,6 +7,7 @@ moves the key with it. The scenario constants below are the inputs the problem s
 import math
 
 from .. import hardware, models, prices, roofline, systems
+from ..quoted import LECTURE, USD_PER_CHIP_HOUR
 from ..exercises import Exercise, Mistake
 
 DEEPSEEK, LLAMA_8B, LLAMA_70B = "deepseek-v3", "llama-3.1-8b", "llama-3-70b"
@@ -15,7 +16,7 @@ H100, H200, GB200 = "H100-SXM", "H200", "GB200"
 KV_CONTEXT = 2048
 """Context of exercise ``balance_kv_h100``: below DeepSeek-V3's L* on H100, so B* is finite."""
 SERVE = dict(chip=H200, model=DEEPSEEK, batch=1024, context=4096, dtype="fp8", chips=8,
-             usd_per_chip_hour=2.0)
+             usd_per_chip_hour=USD_PER_CHIP_HOUR)
 """The replica of ``usd_per_mtok`` and ``tokens_per_s``: one 8-GPU H200 server, FP8 weights."""
 QUOTED_USD_PER_MTOK = 0.10
 """The price ``batch_from_price`` starts from; it is an input, not derived."""
@@ -23,7 +24,7 @@ SCAN = dict(chip=H100, model=LLAMA_8B, context=256)
 """The system of ``min_batch_compute``, the exercise solved by a scan."""
 PLOT = dict(chip=H100, model=LLAMA_70B, context=512, chips=8)
 """The system drawn in the plot-reading exercise ``kink_batch``."""
-LECTURE_SPARSITY = 256 / 32
+LECTURE_SPARSITY = LECTURE["deepseek_experts"] / LECTURE["deepseek_active_experts"]
 """The lecture's reading of DeepSeek-V3: "32 of 256 experts" active."""
 RACK_GPUS = systems.get("gb200-nvl72").count
 """GPUs of the GB200 NVL72 rack in ``latency_floor_ms``."""
