@@ -34,7 +34,7 @@ from . import hardware, models, roofline
 from .errors import ChalkError, lookup
 from .exercises import problem_set
 from .problems import ch01_batching as ch01
-from .quoted import USD_PER_CHIP_HOUR
+from .quoted import LECTURE, USD_PER_CHIP_HOUR
 
 DECK_DIR = Path(__file__).resolve().parents[2] / "exercises" / "flashcards"
 """Where the course keeps its decks (the library is installed editable from the repository)."""
@@ -50,9 +50,13 @@ def _key(exercise_id: str) -> float:
     return problem_set("01_batching")[exercise_id].expected()
 
 
+def _v3_moe(key: str) -> int:
+    """One of DeepSeek-V3's expert counts, from its config in the catalog."""
+    return models.get("deepseek-v3").moe[key]
+
+
 def _v3_expert_ratio() -> float:
-    moe = models.get("deepseek-v3").moe
-    return moe["n_routed_experts"] / moe["experts_per_token"]
+    return _v3_moe("n_routed_experts") / _v3_moe("experts_per_token")
 
 
 VALUES: dict[str, Callable[[], str]] = {
@@ -72,12 +76,12 @@ VALUES: dict[str, Callable[[], str]] = {
     "fast_shrink": lambda: f"{_key('fast_batch_shrink'):.0f}",
     "fast_price": lambda: f"{ch01.FAST_PRICE:g}",
     "fast_speed": lambda: f"{ch01.FAST_SPEED:g}",
-    "v3_routed": lambda: f"{models.get('deepseek-v3').moe['experts_per_token']}",
-    "v3_experts": lambda: f"{models.get('deepseek-v3').moe['n_routed_experts']}",
-    "lecture_v3_active": lambda: f"{ch01.LECTURE['deepseek_active_experts']}",
-    "lecture_v3_experts": lambda: f"{ch01.LECTURE['deepseek_experts']}",
+    "v3_routed": lambda: f"{_v3_moe('experts_per_token')}",
+    "v3_experts": lambda: f"{_v3_moe('n_routed_experts')}",
+    "v3_shared": lambda: f"{_v3_moe('n_shared_experts')}",
+    "lecture_v3_active": lambda: f"{LECTURE['deepseek_active_experts']:.0f}",
+    "lecture_v3_experts": lambda: f"{LECTURE['deepseek_experts']:.0f}",
     "lecture_s": lambda: f"{ch01.LECTURE_SPARSITY:g}",
-    "v3_shared": lambda: f"{models.get('deepseek-v3').moe['n_shared_experts']}",
 }
 """Numbers the cards quote, each computed from chalk and formatted as the card shows it."""
 

@@ -10,7 +10,7 @@ from . import catalog
 _TABLE = catalog.load("quoted.toml")
 for _name, _entry in _TABLE.items():
     catalog.require(f"quoted.toml [{_name}]", _entry,
-                    {k: float for k, v in _entry.items() if k not in ("source", "as_of")})
+                    {k: float for k in _entry if k not in ("source", "as_of")})
 
 LECTURE = MappingProxyType(_TABLE["lecture"])
 """The lecture's round numbers: usd_per_chip_hour, hardware_ratio, step_ms, DeepSeek-V3 experts."""
