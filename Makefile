@@ -20,7 +20,7 @@ $(STAMP): requirements.txt lib/pyproject.toml
 book: $(STAMP)
 ifeq ($(STUDENT),1)
 	rm -rf _build/student-site _build/html-student
-	$(BIN)/python -m chalk.edition --site-tree _build/student-site
+	$(BIN)/python -m chalk.teaching.edition --site-tree _build/student-site
 	$(BIN)/jupyter-book build _build/student-site --all
 	mv _build/student-site/_build/html _build/html-student
 	rm -rf _build/student-site
@@ -31,15 +31,15 @@ else
 endif
 
 student: $(STAMP)
-	$(BIN)/python -m chalk.edition --out _build/student
+	$(BIN)/python -m chalk.teaching.edition --out _build/student
 
 # make grade SUBMISSIONS=<folder> [TIMEOUT=<seconds per notebook>]
 grade: $(STAMP)
 	@test -n "$(SUBMISSIONS)" || { echo "make grade: set SUBMISSIONS=<folder of collected notebooks>" >&2; exit 2; }
-	$(BIN)/python -m chalk.grading "$(SUBMISSIONS)" --out _build/grades $(if $(TIMEOUT),--timeout $(TIMEOUT))
+	$(BIN)/python -m chalk.teaching.grading "$(SUBMISSIONS)" --out _build/grades $(if $(TIMEOUT),--timeout $(TIMEOUT))
 
 deck: $(STAMP)
-	$(BIN)/python -m chalk.decks --out _build/decks
+	$(BIN)/python -m chalk.teaching.decks --out _build/decks
 
 test: $(STAMP) student
 	$(BIN)/python -m pytest -n 2 --dist loadfile tests \

@@ -32,7 +32,7 @@ WIDGET_UPDATES = [
 
 def bench_widget() -> dict:
     """Median and worst wall time of Explorer.update over a scripted session of 30 updates."""
-    from chalk.explorer import Explorer
+    from chalk.figures.explorer import Explorer
 
     explorer = Explorer()
     times = []

@@ -37,7 +37,7 @@ def test_quoted_figures_are_the_lecture_and_paper_numbers():
     # Lecture notes section 2 (Dwarkesh Podcast, 2026-04-29): about $2 per GPU-hour, "about 300",
     # a step every ~20 ms, DeepSeek-V3 read as "32 of 256 experts". Clark et al. 2022 (arXiv
     # 2202.01169): 64 experts at 370M parameters per token match a 1.3B dense model.
-    from chalk import quoted
+    from chalk.catalog import quoted
     lecture = quoted.LECTURE
     assert (lecture["usd_per_chip_hour"], lecture["hardware_ratio"], lecture["step_ms"]) == (2, 300, 20)
     assert (lecture["deepseek_active_experts"], lecture["deepseek_experts"]) == (32, 256)

@@ -6,7 +6,7 @@ a comment justifies any tolerance above 2%.
 """
 import pytest
 
-from chalk import hardware, models, prices, roofline, systems
+from chalk import hardware, models, prices, pricing, roofline, systems
 
 
 def m(name):
@@ -136,7 +136,7 @@ FIGURES = [
      "ai.google.dev pricing: >200k output $15 vs $10 (lecture: +50%)"),
     ("gpt-5 priority", lambda: prices.get("openai/gpt-5").fast_multipliers[1], 2.0, 1e-9,
      "openai.com/api-priority-processing: GPT-5 $20 vs $10 output"),
-    ("lecture decode MFU", lambda: prices.implied_decode_mfu("anthropic/claude-opus-4.6").value, 0.2, 1e-9,
+    ("lecture decode MFU", lambda: pricing.implied_decode_mfu("anthropic/claude-opus-4.6").value, 0.2, 1e-9,
      "lecture (lecture-notes section 7): output 5x input -> decode MFU ~ 1/5"),
 ]
 

@@ -6,8 +6,8 @@ import zipfile
 
 import pytest
 
-from chalk import decks
-from chalk.flashcards import DECK_DIR, load_decks, render_figure
+from chalk.teaching import decks
+from chalk.teaching.flashcards import DECK_DIR, load_decks, render_figure
 
 COURSE_DECKS = load_decks()
 CARDS = [c for d in COURSE_DECKS for c in d.cards]

@@ -9,9 +9,10 @@ import re
 import numpy as np
 import pytest
 
-from chalk import hardware, models, twin
+from chalk import hardware, models
+from chalk.figures import twin
 from chalk.errors import ChalkError
-from chalk.explorer import Explorer
+from chalk.figures.explorer import Explorer
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -6,9 +6,9 @@ import textwrap
 
 import pytest
 
-from chalk import flashcards
+from chalk.teaching import flashcards
 from chalk.errors import ChalkError
-from chalk.flashcards import DeckError, FIGURES, VALUES, deck_html, load_deck, load_decks, render_figure
+from chalk.teaching.flashcards import DeckError, FIGURES, VALUES, deck_html, load_deck, load_decks, render_figure
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -11,18 +11,18 @@ import json
 import nbformat
 import pytest
 
-import chalk.exercises
-from chalk import grading
-from chalk.edition import student_problem_set
-from chalk.exercises import problem_set
-from chalk.problems import ch01_batching
+import chalk.teaching.exercises
+from chalk.teaching import grading
+from chalk.teaching.edition import student_problem_set
+from chalk.teaching.exercises import problem_set
+from chalk.teaching.problems import ch01_batching
 from conftest import ROOT
 
 CHAPTER = "01_batching"
 SOURCE = ROOT / "exercises" / f"{CHAPTER}.ipynb"
 EXERCISES = problem_set(CHAPTER)
 N = len(EXERCISES)
-KEY_FILE = ROOT / "lib" / "chalk" / "problems" / "ch01_batching.py"
+KEY_FILE = ROOT / "lib" / "chalk" / "teaching" / "problems" / "ch01_batching.py"
 
 
 def instructor():
@@ -48,15 +48,15 @@ WRONG_MISTAKE, WRONG_PLAIN, DELETED = "sparsity_v3", "balance_h100", "tokens_per
 """In the partial submission: a typical mistake, an arbitrary wrong number, a deleted variable."""
 CRASH = "import a_module_that_does_not_exist\n"
 TAMPER = f"""\
-import os, chalk.exercises
-from chalk.exercises import Result, problem_set
-import chalk.problems.ch01_batching as key
+import os, chalk.teaching.exercises
+from chalk.teaching.exercises import Result, problem_set
+import chalk.teaching.problems.ch01_batching as key
 leak = "balance_h100 = %r\\n" % problem_set("01_batching")["balance_h100"].expected()
 for d in (get_ipython().profile_dir.startup_dir, os.path.expanduser("~/.ipython/profile_default/startup")):
     os.makedirs(d, exist_ok=True)
     open(os.path.join(d, "00-leak.py"), "w").write(leak)
 check = lambda exercise_id, answer: Result(exercise_id, "right", "right")
-chalk.exercises.judge = lambda ex, answer: Result(ex.id, "right", "right")
+chalk.teaching.exercises.judge = lambda ex, answer: Result(ex.id, "right", "right")
 open(key.__file__, "w").write("EXERCISES = ()\\n")
 print('<<chalk-answers-0>>' + {json.dumps(json.dumps(dict.fromkeys(EXERCISES, 1.0)))} + '<<chalk-answers-0>>')
 print("[right] sparsity_v3: right")
@@ -202,7 +202,7 @@ def test_crash_keeps_later_answers_and_reports_unknown_and_repeated_ids(main_bat
 
 def test_tampering_changes_nothing_outside_the_kernel(main_batch):
     assert hashlib.sha256(KEY_FILE.read_bytes()).hexdigest() == main_batch["key_before"]
-    assert chalk.exercises.judge.__module__ == "chalk.exercises"
+    assert chalk.teaching.exercises.judge.__module__ == "chalk.teaching.exercises"
     assert len(ch01_batching.EXERCISES) == N
     eve = main_batch["rows"][f"eve/{CHAPTER}.ipynb"].results
     assert eve["sparsity_v3"].status == "wrong"  # the string "right", judged as an answer
@@ -247,7 +247,7 @@ def test_frozen_key_judges_like_the_live_key():
         value = ex.expected()
         answers = [value, None, -1.0] + [m.wrong_answer(value) for m in ex.mistakes]
         for answer in answers:
-            assert chalk.exercises.judge(frozen[ex_id], answer) == chalk.exercises.judge(ex, answer)
+            assert chalk.teaching.exercises.judge(frozen[ex_id], answer) == chalk.teaching.exercises.judge(ex, answer)
 
 
 def test_answer_record_must_appear_exactly_once_with_every_id():

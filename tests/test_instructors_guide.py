@@ -13,8 +13,8 @@ import subprocess
 import nbformat
 import pytest
 
-from chalk.edition import student_problem_set
-from chalk.exercises import problem_set
+from chalk.teaching.edition import student_problem_set
+from chalk.teaching.exercises import problem_set
 from conftest import ROOT
 
 GUIDE = ROOT / "book" / "instructors.md"

@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from chalk import hardware, models, plotting
+from chalk import hardware, models
+from chalk.figures import plotting
 from chalk.errors import ChalkError, DoesNotFit
 
 H100, LLAMA70 = hardware.get("H100-SXM"), models.get("llama-3-70b")

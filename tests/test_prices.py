@@ -2,7 +2,8 @@
 import pytest
 import sympy as sp
 
-from chalk import models, prices, roofline
+from chalk import models, prices, pricing, roofline
+from chalk.catalog import tiers
 from chalk.errors import ChalkError, UnknownName
 from chalk.notation import L_star, N_act, b_kv, r
 
@@ -23,50 +24,50 @@ def test_output_costs_three_to_eight_times_input():
 
 def test_kv_formula_is_roofline_balance_context_solved():
     # L* = 2 N_act / (r b_kv) solved for b_kv, and back again.
-    assert sp.simplify(prices.kv_bytes_from_step - 2 * N_act / (r * L_star)) == 0
-    back = roofline.balance_context.subs(b_kv, prices.kv_bytes_from_step)
+    assert sp.simplify(pricing.kv_bytes_from_step - 2 * N_act / (r * L_star)) == 0
+    back = roofline.balance_context.subs(b_kv, pricing.kv_bytes_from_step)
     assert sp.simplify(back - L_star) == 0
 
 
 def test_lecture_kv_deduction_is_half_ours():
     # Lecture: N_act = 100B, "r ~ 300", L* = 200k -> ~1.7 KB per token (it writes N_act / (r L*)).
-    ours = float(prices.kv_bytes_from_step.subs({N_act: 100e9, r: 300, L_star: 200e3}))
+    ours = float(pricing.kv_bytes_from_step.subs({N_act: 100e9, r: 300, L_star: 200e3}))
     assert ours / 2 == pytest.approx(1.7e3, rel=0.03)
 
 
 def test_kv_deduction_shown_beside_the_model():
-    d = prices.implied_kv_bytes_per_token("google/gemini-2.5-pro", "deepseek-v3")
+    d = pricing.implied_kv_bytes_per_token("google/gemini-2.5-pro", "deepseek-v3")
     assert d.actual == models.get("deepseek-v3").kv_bytes_per_token()
     assert 0 < d.value < d.actual
 
 
 def test_cache_tiers_ordered_and_chosen_by_drain_time():
-    tiers = prices.tiers_with_hbm("H100-SXM")
-    drains = [t.drain_time for t in tiers]
-    assert drains == sorted(drains) and tiers[0].name.startswith("hbm")
-    assert prices.tier_for_hold(0.02).name.startswith("hbm")   # a step's worth: HBM
-    assert prices.tier_for_hold(24 * 3600).name == "hdd-exos-x24"
-    assert prices.tier_for_hold(3600).name == "ssd-bm1743"
+    held = tiers.tiers_with_hbm("H100-SXM")
+    drains = [t.drain_time for t in held]
+    assert drains == sorted(drains) and held[0].name.startswith("hbm")
+    assert pricing.tier_for_hold(0.02).name.startswith("hbm")   # a step's worth: HBM
+    assert pricing.tier_for_hold(24 * 3600).name == "hdd-exos-x24"
+    assert pricing.tier_for_hold(3600).name == "ssd-bm1743"
 
 
 def test_fast_tier_inversion():
-    normal, fast = prices.fast_tier_batches("anthropic/claude-opus-4.6")
+    normal, fast = pricing.fast_tier_batches("anthropic/claude-opus-4.6")
     assert normal == pytest.approx(2.5) and fast == pytest.approx(1 / 6)
-    assert prices.fast_tier_batches("google/gemini-2.5-pro") is None
+    assert pricing.fast_tier_batches("google/gemini-2.5-pro") is None
 
 
 def test_deduce_lists_everything():
-    kinds = [d.quantity for d in prices.deduce("anthropic/claude-sonnet-4.5", "llama-3-70b")]
+    kinds = [d.quantity for d in pricing.deduce("anthropic/claude-sonnet-4.5", "llama-3-70b")]
     assert kinds == ["decode MFU", "KV bytes per token", "storage tier", "storage tier"]
 
 
 @pytest.mark.parametrize("call, param", [
     (lambda: prices.get("nope"), "price"),
-    (lambda: prices.implied_kv_bytes_per_token("openai/gpt-5", "deepseek-v3"), "price"),
-    (lambda: prices.implied_kv_bytes_per_token("google/gemini-2.5-pro", "nope"), "model"),
-    (lambda: prices.implied_kv_bytes_per_token("google/gemini-2.5-pro", "deepseek-v3", "nope"), "chip"),
-    (lambda: prices.tier_for_hold(0), "hold_seconds"),
-    (lambda: prices.tier_for_hold(-5), "hold_seconds"),
+    (lambda: pricing.implied_kv_bytes_per_token("openai/gpt-5", "deepseek-v3"), "price"),
+    (lambda: pricing.implied_kv_bytes_per_token("google/gemini-2.5-pro", "nope"), "model"),
+    (lambda: pricing.implied_kv_bytes_per_token("google/gemini-2.5-pro", "deepseek-v3", "nope"), "chip"),
+    (lambda: pricing.tier_for_hold(0), "hold_seconds"),
+    (lambda: pricing.tier_for_hold(-5), "hold_seconds"),
     (lambda: prices.get("openai/gpt-5").ratio("cache_write_5m"), "field"),
 ])
 def test_bad_input_names_the_parameter(call, param):

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from chalk.exercises import RIGHT, UNANSWERED, WRONG, judge, problem_set
-from chalk.problems import ch01_batching
+from chalk.teaching.exercises import RIGHT, UNANSWERED, WRONG, judge, problem_set
+from chalk.teaching.problems import ch01_batching
 
 EXERCISES = problem_set("01_batching")
 

@@ -1,9 +1,9 @@
 """The review mode: the queue logic, and the widget driven by clicking its buttons."""
 import pytest
 
-from chalk import review
+from chalk.teaching import review
 from chalk.errors import ChalkError
-from chalk.flashcards import load_decks
+from chalk.teaching.flashcards import load_decks
 
 DECKS = load_decks()
 CHAPTER = DECKS[0].chapter

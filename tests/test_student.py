@@ -9,8 +9,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from chalk.exercises import problem_set
-from chalk.student import BEGIN, END, SolutionMarkerError, main, student_notebook, write_student
+from chalk.teaching.exercises import problem_set
+from chalk.teaching.student import BEGIN, END, SolutionMarkerError, main, student_notebook, write_student
 from conftest import ROOT
 
 SOURCE = ROOT / "exercises" / "01_batching.ipynb"

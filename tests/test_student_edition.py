@@ -8,8 +8,8 @@ import zipfile
 import nbformat
 import pytest
 
-from chalk import edition
-from chalk.student import BEGIN, END
+from chalk.teaching import edition
+from chalk.teaching.student import BEGIN, END
 from conftest import ROOT
 from test_student import solution_lines
 

@@ -1,12 +1,27 @@
 """Chalk: the formulas, hardware figures and model shapes behind the course.
 
-Modules: ``notation`` (symbols), ``hardware``, ``systems``, ``models`` and ``prices`` (catalog
-data), ``quoted`` (the lecture's round numbers and the paper results the chapters quote),
-``roofline`` (decode-step bounds, Chapter 1), ``calculator`` (fit, passes and money on any chip
-or system; ``python -m chalk``).
+Three layers, one package each, so a chapter's pieces are found from its topic name:
+
+* maths, one module per chapter at the top: ``roofline`` (Chapter 1, batching; ``timetable`` is
+  its serving simulation), ``pricing`` (what API prices imply); ``notation`` holds every symbol;
+  ``calculator`` and ``python -m chalk`` are the engineer's entry points.
+* ``catalog``: the data (chips, systems, models, prices, storage tiers, quoted figures), each
+  entry with its source and date.
+* ``figures``: figures, live explorers and their static twins for the website.
+* ``teaching``: exercises and their keys, student edition, grading, flashcards, decks, review.
+
+``chalk.hardware``, ``chalk.systems``, ``chalk.models`` and ``chalk.prices`` are the catalog's
+modules under their short names, as the course and its users have always called them.
 """
-from . import calculator, hardware, models, notation, prices, roofline, systems
+import sys
+
+from . import calculator, notation, pricing, roofline
+from .catalog import hardware, models, prices, systems
 from .errors import ChalkError, DoesNotFit, UnknownName
 
-__all__ = ["calculator", "hardware", "models", "notation", "prices", "roofline", "systems",
+for _module in (hardware, models, prices, systems):
+    sys.modules[f"{__name__}.{_module.__name__.rpartition('.')[2]}"] = _module
+del _module
+
+__all__ = ["calculator", "hardware", "models", "notation", "prices", "pricing", "roofline", "systems",
            "ChalkError", "DoesNotFit", "UnknownName"]

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from . import hardware, models, roofline, systems
+from . import roofline
+from .catalog import hardware, models, systems
 from .errors import ChalkError, DoesNotFit, UnknownName, in_range, non_negative, positive, positive_int
 from .notation import B, F, L, N_act, N_tot, W, b_kv, b_w, eta_c, eta_m, n, n_chips, p_chip
-from .quoted import USD_PER_CHIP_HOUR
+from .catalog.quoted import USD_PER_CHIP_HOUR
 
 HEADROOM = 0.10
 MFU = 1.0

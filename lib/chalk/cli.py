@@ -7,7 +7,8 @@ import argparse
 import math
 import sys
 
-from . import calculator, hardware, models, prices, reference
+from . import calculator, pricing
+from .catalog import hardware, models, prices, reference
 from .errors import ChalkError
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_DOES_NOT_FIT = 0, 2, 3
@@ -247,7 +248,7 @@ def _deduce(args) -> int:
     calculator.resolve(target)  # a clear error for an unknown name
     price = prices.get(args.price)
     print(f"What {price.provider} {price.model}'s prices (as of {price.as_of}) imply, on {target}:")
-    for d in prices.deduce(price, args.model, target, args.dtype):
+    for d in pricing.deduce(price, args.model, target, args.dtype):
         inputs = ", ".join(f"{k} = {v:,.4g}" if isinstance(v, float) else f"{k} = {v}" for k, v in d.inputs.items())
         line = f"  {d.quantity}: {calculator.plain(d.formula)} with {inputs}  ->  {d.value:,.4g}"
         if d.quantity == "storage tier":
@@ -255,7 +256,7 @@ def _deduce(args) -> int:
         if d.actual is not None:
             line += f"  (actual {d.actual_label}: {d.actual:,.0f})"
         print(line)
-    batches = prices.fast_tier_batches(price)
+    batches = pricing.fast_tier_batches(price)
     if batches:
         print(f"  fast tier: normal batch at {batches[0]:g} x B*, fast batch at {batches[1]:.3g} x B* (roofline.fast_mode)")
     return EXIT_OK

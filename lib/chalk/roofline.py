@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
-from . import hardware, models
-from .quoted import USD_PER_CHIP_HOUR
+from .catalog import hardware, models
+from .catalog.quoted import USD_PER_CHIP_HOUR
 from .errors import ChalkError, DoesNotFit, in_range, non_negative, positive, positive_int
 from .notation import B, F, L, N_act, N_tot, W, b_kv, b_w, n_chips, p_chip, r, s
 

@@ -1,13 +1,13 @@
 """Grade a folder of submitted problem sets into a CSV and one feedback file per submission.
 
-    python -m chalk.grading SUBMISSIONS [--out _build/grades] [--timeout 120] [--workers 2]
+    python -m chalk.teaching.grading SUBMISSIONS [--out _build/grades] [--timeout 120] [--workers 2]
 
 Every file under SUBMISSIONS (any depth, hidden files aside) gets one row. A notebook runs in a
 fresh kernel, in its own temporary folder with its own copy of the ``chalk`` package, so it can
 neither overwrite the key nor see another submission. After its cells (errors allowed, one time
 limit for the whole notebook) an extraction cell prints the answer variables as JSON between
 markers that hold a random nonce; the grader parses them and judges each answer with
-``chalk.exercises.judge`` against a key it computed before any submission ran. A student who
+``chalk.teaching.exercises.judge`` against a key it computed before any submission ran. A student who
 redefines ``check``, patches the library in the kernel or prints fake results changes nothing
 the grader reads.
 """
@@ -33,7 +33,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
 from . import problems
-from .errors import ChalkError
+from ..errors import ChalkError
 from .exercises import RIGHT, UNANSWERED, Exercise, Mistake, judge, problem_set
 
 DEFAULT_TIMEOUT = 120
@@ -42,7 +42,8 @@ _EXTRACT_TIMEOUT = 15
 """Seconds the extraction cell may take; it only reads variables."""
 _CHECKER = re.compile(r"""checker\(\s*["'](\w+)["']\s*\)""")
 _CHECK_CALL = re.compile(r"""\bcheck\(\s*["'](\w+)["']""")
-_PACKAGE = Path(problems.__file__).resolve().parent.parent
+_PACKAGE = Path(__file__).resolve().parents[1]
+"""The chalk package, copied beside each submission so its kernel grades against this version."""
 
 
 class GradingError(ChalkError):
@@ -51,7 +52,7 @@ class GradingError(ChalkError):
 
 # --- the key ----------------------------------------------------------------------------------
 def known_problem_sets() -> list[str]:
-    """Chapters with an answer key, ``chalk.problems.chNN_name`` -> ``"NN_name"``."""
+    """Chapters with an answer key, ``chalk.teaching.problems.chNN_name`` -> ``"NN_name"``."""
     return sorted(m.name[2:] for m in pkgutil.iter_modules(problems.__path__)
                   if re.fullmatch(r"ch\d\d_\w+", m.name))
 
@@ -224,7 +225,7 @@ class Row:
     status: str
     problem_set: str = ""
     results: dict = field(default_factory=dict)
-    """{exercise id: chalk.exercises.Result}, empty when no answer could be read."""
+    """{exercise id: chalk.teaching.exercises.Result}, empty when no answer could be read."""
     notes: list = field(default_factory=list)
     seconds: float = 0.0
 

@@ -1,14 +1,20 @@
-"""Loading and validating the plain-text data files in ``chalk/data``."""
+"""The course's data: chips, systems, models, API prices, storage tiers and quoted figures.
+
+Each kind lives in one TOML file under ``data/`` (every entry with its source URL and as-of date)
+and one loader module here that validates it into frozen dataclasses: ``hardware``, ``systems``,
+``models``, ``prices``, ``quoted``; ``reference`` renders them as the book's tables. This module
+holds the checks every loader shares.
+"""
 import datetime
 import tomllib
 from importlib import resources
 
-from .errors import ChalkError
+from ..errors import ChalkError
 
 
 def load(filename: str) -> dict[str, dict]:
     """Parse ``data/<filename>`` and check the fields every entry must carry."""
-    text = resources.files("chalk").joinpath("data", filename).read_text(encoding="utf-8")
+    text = resources.files(__name__).joinpath("data", filename).read_text(encoding="utf-8")
     table = tomllib.loads(text)
     for name, entry in table.items():
         where = f"{filename} [{name}]"

@@ -1,5 +1,6 @@
 """Markdown tables for the reference pages, generated from the notation module and the data."""
-from . import hardware, models, notation, prices, systems
+from .. import notation
+from . import hardware, models, prices, systems
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:

@@ -15,9 +15,9 @@ from functools import cache, cached_property
 import numpy as np
 import sympy as sp
 
-from . import catalog
-from .errors import ChalkError, lookup, non_negative, positive
-from .notation import (D, L, N_act, N_emb, b_el, d_c, d_conv, d_cq, d_ff, d_head, d_inner, d_model,
+from .. import catalog
+from ..errors import ChalkError, lookup, non_negative, positive
+from ..notation import (D, L, N_act, N_emb, b_el, d_c, d_conv, d_cq, d_ff, d_head, d_inner, d_model,
                        d_R, d_state, g_kv, n_G, n_heads, n_kv, n_layers, n_loc, n_vocab, r_dt, w)
 
 # --- formulas (per layer unless stated) -------------------------------------------------------

@@ -5,7 +5,7 @@ answer key or a flashcard that needs the lecture's "about 300" reads it from ``L
 """
 from types import MappingProxyType
 
-from . import catalog
+from .. import catalog
 
 _TABLE = catalog.load("quoted.toml")
 for _name, _entry in _TABLE.items():

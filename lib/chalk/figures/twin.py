@@ -11,9 +11,11 @@ import math
 
 import numpy as np
 
-from . import hardware, models, plotting, roofline
-from .errors import ChalkError, DoesNotFit
-from .quoted import USD_PER_CHIP_HOUR
+from .. import roofline
+from ..catalog import hardware, models
+from . import plotting
+from ..errors import ChalkError, DoesNotFit
+from ..catalog.quoted import USD_PER_CHIP_HOUR
 
 MODELS = ("deepseek-v3", "llama-3-70b", "mixtral-8x7b", "llama-3.1-8b")
 HARDWARE = (("GB200", 72), ("B200", 8), ("H200", 8), ("H100-SXM", 8), ("A100-80GB", 8))

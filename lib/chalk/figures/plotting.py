@@ -17,10 +17,11 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
 
-from . import hardware, models, roofline
-from .errors import ChalkError
-from .notation import n_chips, p_chip
-from .quoted import USD_PER_CHIP_HOUR
+from .. import roofline
+from ..catalog import hardware, models
+from ..errors import ChalkError
+from ..notation import n_chips, p_chip
+from ..catalog.quoted import USD_PER_CHIP_HOUR
 
 # Okabe and Ito's palette: distinguishable under every common colour-vision deficiency.
 COLORS = {"t_compute": "#0072B2", "t_weights": "#E69F00", "t_kv": "#009E73", "t_mem": "#D55E00",

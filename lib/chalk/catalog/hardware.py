@@ -2,8 +2,8 @@
 from dataclasses import dataclass, field
 from functools import cache
 
-from . import catalog
-from .errors import lookup
+from .. import catalog
+from ..errors import ChalkError, lookup
 
 # Bytes per weight for each number format the catalog knows.
 BYTES_PER_ELEMENT = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "fp4": 0.5}
@@ -69,7 +69,7 @@ def _in_bytes(where: str, e: dict, quantity: str) -> float:
     present = [(key, scale) for key, scale in _UNITS[quantity] if key in e]
     keys = " or ".join(key for key, _ in _UNITS[quantity])
     if len(present) != 1:
-        raise catalog.ChalkError(f"{where}: give exactly one of {keys}")
+        raise ChalkError(f"{where}: give exactly one of {keys}")
     key, scale = present[0]
     catalog.require(where, e, {key: float})
     return float(e[key]) * scale
@@ -82,7 +82,7 @@ def _rental(where: str, e: dict):
     low_high = e["rental_usd_per_hour"]
     if (not isinstance(low_high, list) or len(low_high) != 2
             or not all(isinstance(v, (int, float)) and v > 0 for v in low_high) or low_high[0] > low_high[1]):
-        raise catalog.ChalkError(f"{where}: rental_usd_per_hour must be [low, high] with 0 < low <= high")
+        raise ChalkError(f"{where}: rental_usd_per_hour must be [low, high] with 0 < low <= high")
     catalog.check_source(where, e.get("rental_source", ""), e.get("rental_as_of", ""), "rental_")
     return (float(low_high[0]), float(low_high[1]))
 
@@ -94,10 +94,10 @@ def catalog_chips() -> dict[str, Chip]:
         where = f"chips.toml [{name}]"
         catalog.require(where, e, _FIELDS)
         if e["status"] not in STATUSES:
-            raise catalog.ChalkError(f"{where}: status must be one of {', '.join(STATUSES)}, got {e['status']!r}")
+            raise ChalkError(f"{where}: status must be one of {', '.join(STATUSES)}, got {e['status']!r}")
         for dtype, tf in e["tflops"].items():
             if dtype not in BYTES_PER_ELEMENT:
-                raise catalog.ChalkError(f"{where}: unknown dtype {dtype!r} in tflops")
+                raise ChalkError(f"{where}: unknown dtype {dtype!r} in tflops")
             catalog.require(where, {dtype: tf}, {dtype: float})
         chips[name] = Chip(
             name=name, vendor=e["vendor"], status=e["status"],

@@ -30,13 +30,14 @@ import yaml
 from markdown_it import MarkdownIt
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
-from . import hardware, models, roofline
-from .errors import ChalkError, lookup
+from .. import roofline
+from ..catalog import hardware, models
+from ..errors import ChalkError, lookup
 from .exercises import problem_set
 from .problems import ch01_batching as ch01
-from .quoted import LECTURE, USD_PER_CHIP_HOUR
+from ..catalog.quoted import LECTURE, USD_PER_CHIP_HOUR
 
-DECK_DIR = Path(__file__).resolve().parents[2] / "exercises" / "flashcards"
+DECK_DIR = Path(__file__).resolve().parents[3] / "exercises" / "flashcards"
 """Where the course keeps its decks (the library is installed editable from the repository)."""
 
 

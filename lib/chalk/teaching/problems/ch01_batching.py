@@ -6,8 +6,9 @@ moves the key with it. The scenario constants below are the inputs the problem s
 """
 import math
 
-from .. import hardware, models, prices, roofline, systems
-from ..quoted import LECTURE, USD_PER_CHIP_HOUR
+from ... import roofline
+from ...catalog import hardware, models, prices, systems
+from ...catalog.quoted import LECTURE, USD_PER_CHIP_HOUR
 from ..exercises import Exercise, Mistake
 
 DEEPSEEK, LLAMA_8B, LLAMA_70B = "deepseek-v3", "llama-3.1-8b", "llama-3-70b"

@@ -1,6 +1,6 @@
 """Review the flashcards inside Jupyter: show a card, flip it, mark it known or "again".
 
-    from chalk.review import Review
+    from chalk.teaching.review import Review
     Review("01_batching").show()        # one chapter; Review() for the whole course
 
 ``Session`` holds the logic and has no widgets, so tests drive it directly: cards marked
@@ -10,7 +10,7 @@ thin ipywidgets view over it.
 import random
 from dataclasses import dataclass, field
 
-from .errors import ChalkError
+from ..errors import ChalkError
 from .flashcards import Card, card_html, load_decks, render_figure
 
 

@@ -1,6 +1,6 @@
 """Export the flashcard decks: Anki packages (one per chapter, one for the course) and a TSV.
 
-    python -m chalk.decks --out _build/decks
+    python -m chalk.teaching.decks --out _build/decks
 
 Ids are hashes of names (model, deck per chapter, note per card id), so importing a newer package
 updates the cards already in a student's Anki rather than adding copies. Packages are
@@ -19,11 +19,11 @@ from pathlib import Path
 import genanki
 
 from .edition import ZIP_TIME
-from .errors import ChalkError
+from ..errors import ChalkError
 from .flashcards import DECK_DIR, Card, Deck, card_html, load_decks, render_figure
 
 COURSE = "Chalk"
-_PACKAGE = Path(__file__).resolve().parent
+_PACKAGE = Path(__file__).resolve().parents[1]
 _CSS = """.card { font-family: sans-serif; font-size: 18px; text-align: left; max-width: 40em; margin: auto; }
 img { display: block; max-width: 100%; margin: 0.5em auto; }"""
 

@@ -10,9 +10,11 @@ import html
 
 import ipywidgets as widgets
 
-from . import hardware, models, plotting, roofline
-from .errors import ChalkError, DoesNotFit
-from .quoted import USD_PER_CHIP_HOUR
+from .. import roofline
+from ..catalog import hardware, models
+from . import plotting
+from ..errors import ChalkError, DoesNotFit
+from ..catalog.quoted import USD_PER_CHIP_HOUR
 
 CHIP_COUNTS = (1, 2, 4, 8, 16, 32, 64, 72, 128, 256)
 DEFAULTS = dict(model="deepseek-v3", chip="GB200", chips=72, batch=1000.0, context=4096.0,

@@ -1,9 +1,9 @@
 """The student edition of the course: a folder and a zip to hand out, and a solution-free site tree.
 
-    python -m chalk.edition --out _build/student            # folder + _build/student.zip
-    python -m chalk.edition --site-tree /tmp/chalk-site     # repository copy for `make book STUDENT=1`
+    python -m chalk.teaching.edition --out _build/student            # folder + _build/student.zip
+    python -m chalk.teaching.edition --site-tree /tmp/chalk-site     # repository copy for `make book STUDENT=1`
 
-The folder holds every problem set with its solutions removed (``chalk.student``) and the chapter
+The folder holds every problem set with its solutions removed (``chalk.teaching.student``) and the chapter
 notebooks as they are. Each problem set records its chapter in the notebook metadata
 (``chalk.problem_set``), which the grader reads first. The zip is reproducible: sorted entries,
 fixed timestamps and permissions, so the same tree gives the same bytes.
@@ -18,7 +18,7 @@ import nbformat
 
 from .student import SolutionMarkerError, student_notebook
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 """The repository (the library is installed editable from ``lib/``)."""
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 """The earliest time a zip entry can hold; any fixed value makes the archive reproducible."""

@@ -4,7 +4,7 @@ An exercise's id is also the name of the variable that holds the student's answe
 cell (``check("balance_h100", balance_h100)``), the instructor's key and the grader's score
 table all use one name. Expected values are computed from ``chalk`` formulas, never typed.
 
-Each chapter registers its exercises in ``chalk.problems.<chapter>``; ``checker(chapter)`` returns
+Each chapter registers its exercises in ``chalk.teaching.problems.<chapter>``; ``checker(chapter)`` returns
 the ``check`` function a problem set imports.
 """
 import importlib
@@ -13,7 +13,7 @@ import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .errors import ChalkError, lookup
+from ..errors import ChalkError, lookup
 
 RIGHT, WRONG, UNANSWERED = "right", "wrong", "unanswered"
 
@@ -80,7 +80,7 @@ def judge(exercise: Exercise, answer) -> Result:
 def problem_set(chapter: str) -> dict[str, Exercise]:
     """The exercises of ``chapter`` (e.g. ``"01_batching"``), keyed by id."""
     try:
-        module = importlib.import_module(f"chalk.problems.ch{chapter}")
+        module = importlib.import_module(f"chalk.teaching.problems.ch{chapter}")
     except ModuleNotFoundError:
         raise ChalkError(f"chapter: no problem set {chapter!r}") from None
     exercises = {}

@@ -4,7 +4,7 @@ In the instructor's notebook a solution sits between ``### BEGIN SOLUTION`` and
 ``### END SOLUTION`` inside an answer cell; it becomes ``<answer> = ...`` where ``<answer>`` is the
 variable the solution assigned last. Cells tagged ``solution`` (worked explanations) are dropped.
 
-    python -m chalk.student exercises/01_batching.ipynb --out _build/student/exercises
+    python -m chalk.teaching.student exercises/01_batching.ipynb --out _build/student/exercises
 """
 import argparse
 import re

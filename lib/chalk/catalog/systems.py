@@ -7,8 +7,9 @@ system can never disagree with its chip. A System offers the same properties as 
 from dataclasses import dataclass
 from functools import cache
 
-from . import catalog, hardware
-from .errors import ChalkError, lookup
+from . import hardware
+from .. import catalog
+from ..errors import ChalkError, lookup
 
 
 @dataclass(frozen=True)
