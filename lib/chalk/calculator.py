@@ -3,8 +3,10 @@
 Every time comes from ``roofline``'s formulas (``roofline.numeric``); this module only picks the
 hardware, applies the efficiency knobs and shows the formulas with the numbers put in.
 
-Defaults, stated once:
-* ``HEADROOM = 0.10``: 10% of HBM is kept free for activations, the runtime and fragmentation.
+Names are resolved and inputs checked here, once, into a ``roofline.Replica``; everything below
+works on that. Defaults, stated once:
+* ``HEADROOM``: ``roofline.HEADROOM`` (10% of HBM kept free for activations, the runtime and
+  fragmentation), the same default as the library's own fit checks.
 * ``MFU = 1.0`` and ``MEMORY_EFFICIENCY = 1.0``: the roofline bound. The knobs divide peak FLOP/s
   and peak HBM bandwidth, F -> eta_c F and W -> eta_m W, so a step takes at least 1/eta longer.
 * A pass of ``n`` new tokens per sequence (prefill) does n times the matmul work of a decode step
@@ -22,7 +24,7 @@ from .errors import ChalkError, DoesNotFit, UnknownName, in_range, non_negative,
 from .notation import B, F, L, N_act, N_tot, W, b_kv, b_w, eta_c, eta_m, n, n_chips, p_chip
 from .catalog.quoted import USD_PER_CHIP_HOUR
 
-HEADROOM = 0.10
+HEADROOM = roofline.HEADROOM
 MFU = 1.0
 MEMORY_EFFICIENCY = 1.0
 
@@ -63,8 +65,9 @@ def resolve(target, chips=None) -> Hardware:
     return Hardware(chip, count, f"{count} x {chip.name}")
 
 
-def _model(model):
-    return models.get(model) if isinstance(model, str) else model
+def _replica(model, target, dtype, chips, kv_bytes_per_element) -> roofline.Replica:
+    hw = resolve(target, chips)
+    return roofline.replica(hw.chip, model, dtype, hw.count, kv_bytes_per_element)
 
 
 # --- does it fit ----------------------------------------------------------------------------
@@ -93,21 +96,21 @@ class Fit:
 def fit(model, target, batch, context, dtype="bf16", chips=None, kv_bytes_per_element=2,
         headroom=HEADROOM) -> Fit:
     """Weights + KV cache of ``batch`` sequences of ``context`` tokens against the HBM."""
-    model, hw = _model(model), resolve(target, chips)
+    rep = _replica(model, target, dtype, chips, kv_bytes_per_element)
     non_negative("batch", batch)
     non_negative("context", context)
     in_range("headroom", headroom, 0, 0.99)
-    weights = float(roofline.memory_needed(model, 0, 0, dtype))
-    total = float(roofline.memory_needed(model, batch, context, dtype, kv_bytes_per_element))
-    return Fit(weights=weights, kv=total - weights,
-               available=hw.count * hw.chip.hbm_capacity * (1 - headroom), headroom=headroom)
+    return Fit(weights=rep.weight_bytes, kv=float(rep.kv_bytes(batch, context)),
+               available=rep.usable_hbm(headroom), headroom=headroom)
 
 
 def max_batch(model, target, context, dtype="bf16", chips=None, kv_bytes_per_element=2,
               headroom=HEADROOM) -> float:
     """Largest batch whose KV cache of ``context`` tokens fits beside the weights."""
-    hw = resolve(target, chips)
-    return roofline.max_batch(hw.chip, _model(model), context, dtype, hw.count, kv_bytes_per_element, headroom)
+    rep = _replica(model, target, dtype, chips, kv_bytes_per_element)
+    non_negative("context", context)
+    in_range("headroom", headroom, 0, 0.99)
+    return rep.max_batch(context, headroom)
 
 
 def max_context(model, target, batch, dtype="bf16", chips=None, kv_bytes_per_element=2,
@@ -117,15 +120,16 @@ def max_context(model, target, batch, dtype="bf16", chips=None, kv_bytes_per_ele
     KV bytes only grow with context, so the answer is found by bisection on the exact total
     (sliding windows make it piecewise linear).
     """
-    model = _model(model)
+    rep = _replica(model, target, dtype, chips, kv_bytes_per_element)
     positive_int("batch", batch)
+    in_range("headroom", headroom, 0, 0.99)
+    free = rep.usable_hbm(headroom) - rep.weight_bytes
 
     def fits(context):
-        return fit(model, target, batch, context, dtype, chips, kv_bytes_per_element, headroom).fits
+        return float(rep.kv_bytes(batch, context)) <= free
 
     if not fits(0):
-        roofline.check_fit(resolve(target, chips).chip, model, 0, 0, dtype,
-                           resolve(target, chips).count, headroom=headroom)
+        rep.check_fit(0, 0, headroom)
     high = 1
     while fits(high):
         if high > 1e15:
@@ -168,16 +172,16 @@ def run_pass(model, target, batch, context, n=1, dtype="bf16", chips=None, kv_by
 
     Raises DoesNotFit when the weights and KV exceed the HBM left after ``headroom``.
     """
-    model, hw = _model(model), resolve(target, chips)
+    rep = _replica(model, target, dtype, chips, kv_bytes_per_element)
     positive("batch", batch)
     non_negative("context", context)
     n = positive_int("n", n)
     in_range("mfu", mfu, 1e-6, 1)
     in_range("memory_efficiency", memory_efficiency, 1e-6, 1)
     positive("usd_per_chip_hour", usd_per_chip_hour)
-    roofline.check_fit(hw.chip, model, batch, context, dtype, hw.count, kv_bytes_per_element, headroom)
-    n_act, n_tot, b_w, b_kv, flops, bw = roofline._params(hw.chip, model, dtype, hw.count,
-                                                          kv_bytes_per_element, context)
+    in_range("headroom", headroom, 0, 0.99)
+    rep.check_fit(batch, context, headroom)
+    n_act, n_tot, b_w, b_kv, flops, bw = rep.params(context)
     f = roofline.numeric
     peak = float(f["t_compute"](batch * n, context, n_act, n_tot, b_w, b_kv, flops, bw))
     derated = (n_act, n_tot, b_w, b_kv, flops * mfu, bw * memory_efficiency)
@@ -185,7 +189,7 @@ def run_pass(model, target, batch, context, n=1, dtype="bf16", chips=None, kv_by
         t_compute=float(f["t_compute"](batch * n, context, *derated)),
         t_weights=float(f["t_weights"](batch, context, *derated)),
         t_kv=float(f["t_kv"](batch, context, *derated)),
-        batch=float(batch), chips=hw.count, usd_per_chip_hour=float(usd_per_chip_hour),
+        batch=float(batch), chips=rep.chips, usd_per_chip_hour=float(usd_per_chip_hour),
         n=n, context=float(context), t_compute_peak=peak)
 
 
@@ -203,9 +207,8 @@ def prefill(model, target, batch, prompt, **kwargs) -> PassPoint:
 def substituted(point: PassPoint, model, target, dtype="bf16", chips=None, kv_bytes_per_element=2,
                 mfu=MFU, memory_efficiency=MEMORY_EFFICIENCY) -> tuple[str, str]:
     """The pass formula in plain text, and the same with this point's numbers put in."""
-    model, hw = _model(model), resolve(target, chips)
-    n_act, n_tot, bw_, kv, flops, bw = roofline._params(hw.chip, model, dtype, hw.count,
-                                                        kv_bytes_per_element, point.context)
+    rep = _replica(model, target, dtype, chips, kv_bytes_per_element)
+    n_act, n_tot, bw_, kv, flops, bw = rep.params(point.context)
     values = {B: int(point.batch), n: point.n, L: int(point.context), N_act: _g(n_act),
               N_tot: _g(n_tot), b_w: _g(bw_), b_kv: _g(float(kv)), F: _g(flops), W: _g(bw),
               eta_c: _g(mfu), eta_m: _g(memory_efficiency)}

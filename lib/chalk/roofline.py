@@ -64,33 +64,93 @@ numeric = {
 
 
 # --- the catalog-facing API -------------------------------------------------------------------
-def _resolve(chip, model):
+HEADROOM = 0.10
+"""Fraction of HBM every fit check keeps free for activations, the runtime and fragmentation.
+
+The one default of the library, the calculator and ``python -m chalk``; pass ``headroom=0`` for
+the bare capacity bound (as the scaling book's worked answers use)."""
+
+
+@dataclass(frozen=True)
+class Replica:
+    """The chips that serve one copy of a model, with names resolved and inputs checked once.
+
+    Public functions take names or catalog objects and build one with ``replica``; everything
+    inside works on it, so no layer looks a name up or re-checks an input again."""
+    chip: hardware.Chip
+    model: models.Model
+    dtype: str
+    chips: int
+    kv_bytes_per_element: float
+
+    @property
+    def weight_bytes(self) -> float:
+        return self.model.total_params * hardware.bytes_per_weight(self.dtype)
+
+    def usable_hbm(self, headroom: float) -> float:
+        return self.chips * self.chip.hbm_capacity * (1 - headroom)
+
+    def kv_bytes(self, batch, context):
+        """KV cache of ``batch`` sequences of ``context`` tokens, sliding windows counted exactly."""
+        e = self.kv_bytes_per_element
+        return (np.asarray(batch) * np.asarray(context) * self.model.kv_bytes_per_token(e)
+                + np.asarray(batch) * self.model.kv_bytes_windowed(context, e))
+
+    def params(self, context=0.0) -> tuple:
+        """(N_act, N_tot, b_w, b_kv, F, W) for ``numeric``, after its (B, L).
+
+        With sliding-window layers the KV cache is not linear in context; b_kv is then the
+        effective bytes per token at ``context``, kv_bytes(context) / context, so that L b_kv is
+        the exact cache of one sequence. Without windows it is ``kv_bytes_per_token``."""
+        e = self.kv_bytes_per_element
+        b_kv_value = self.model.kv_bytes_per_token(e)
+        windowed = self.model.kv_bytes_windowed(context, e)
+        if np.any(windowed):
+            ctx = np.asarray(context, dtype=float)
+            b_kv_value = b_kv_value + np.divide(windowed, ctx, out=np.zeros_like(ctx), where=ctx > 0)
+        return (self.model.active_params, self.model.total_params, hardware.bytes_per_weight(self.dtype),
+                b_kv_value, self.chips * self.chip.flops(self.dtype), self.chips * self.chip.hbm_bandwidth)
+
+    def check_fit(self, batch, context, headroom: float = HEADROOM) -> None:
+        """Raise DoesNotFit, with the shortfall, if weights + KV exceed the usable HBM."""
+        needed = float(np.max(self.weight_bytes + self.kv_bytes(batch, context)))
+        have = self.usable_hbm(headroom)
+        if needed > have:
+            kept = f" after keeping {headroom:.0%} free" if headroom else ""
+            raise DoesNotFit(
+                f"does not fit: {self.model.display} in {self.dtype} with batch {np.max(batch):,.0f} x "
+                f"context {np.max(context):,.0f} needs {needed / 1e9:,.0f} GB, {self.chips} x "
+                f"{self.chip.name} have {have / 1e9:,.0f} GB{kept} (short by {(needed - have) / 1e9:,.0f} GB)",
+                needed, have)
+
+    def max_batch(self, context, headroom: float = HEADROOM) -> float:
+        """Largest batch whose KV cache of ``context`` tokens fits beside the weights (inf at 0)."""
+        free = self.usable_hbm(headroom) - self.weight_bytes
+        if free < 0:
+            self.check_fit(0, 0, headroom)
+        if context == 0:
+            return math.inf
+        return float(math.floor(free / float(self.kv_bytes(1, context))))
+
+    def balance_context(self) -> float:
+        """L* = 2 N_act / (r b_kv) in tokens."""
+        n_act, _, _, kv, flops, bw = self.params()
+        return float(balance_context.subs({N_act: n_act, r: flops / bw, b_kv: kv}))
+
+
+def replica(chip, model, dtype="bf16", chips=1, kv_bytes_per_element=2) -> Replica:
+    """The public boundary: names (or catalog objects) resolved and every input checked, once."""
     chip = hardware.get(chip) if isinstance(chip, str) else chip
     model = models.get(model) if isinstance(model, str) else model
-    return chip, model
+    chip.flops(dtype)  # the number format must be one this chip has a published rate for
+    return Replica(chip, model, dtype, positive_int("chips", chips),
+                   float(positive("kv_bytes_per_element", kv_bytes_per_element)))
 
 
-def _params(chip, model, dtype, chips, kv_bytes_per_element, context=0):
-    """(N_act, N_tot, b_w, b_kv, F, W) for the numeric formulas, after checking the inputs.
-
-    With sliding-window layers the KV cache is not linear in context; b_kv is then the effective
-    bytes per token at ``context``, kv_bytes(context) / context, so that L b_kv is the exact cache
-    of one sequence. Without windows it is ``kv_bytes_per_token`` at any context.
-    """
-    chips = positive_int("chips", chips)
-    positive("kv_bytes_per_element", kv_bytes_per_element)
-    return (model.active_params, model.total_params, hardware.bytes_per_weight(dtype),
-            _effective_kv_per_token(model, context, kv_bytes_per_element), chips * chip.flops(dtype),
-            chips * chip.hbm_bandwidth)
-
-
-def _effective_kv_per_token(model, context, kv_bytes_per_element):
-    b_kv_long = model.kv_bytes_per_token(kv_bytes_per_element)
-    windowed = model.kv_bytes_windowed(context, kv_bytes_per_element)
-    if not np.any(windowed):
-        return b_kv_long
-    ctx = np.asarray(context, dtype=float)
-    return b_kv_long + np.divide(windowed, ctx, out=np.zeros_like(ctx), where=ctx > 0)
+def _workload(batch, context, headroom=HEADROOM):
+    positive("batch", batch)
+    non_negative("context", context)
+    in_range("headroom", headroom, 0, 0.99)
 
 
 def memory_needed(model, batch, context, dtype="bf16", kv_bytes_per_element=2):
@@ -102,46 +162,31 @@ def memory_needed(model, batch, context, dtype="bf16", kv_bytes_per_element=2):
     model = models.get(model) if isinstance(model, str) else model
     non_negative("batch", batch)
     non_negative("context", context)
-    return (model.total_params * hardware.bytes_per_weight(dtype)
-            + np.asarray(batch) * np.asarray(context) * model.kv_bytes_per_token(kv_bytes_per_element)
-            + np.asarray(batch) * model.kv_bytes_windowed(context, kv_bytes_per_element))
-
-
-def _usable(chip, chips, headroom):
-    """HBM the weights and KV may use: all of it, less the fraction ``headroom`` kept free."""
-    in_range("headroom", headroom, 0, 0.99)
-    return positive_int("chips", chips) * chip.hbm_capacity * (1 - headroom)
+    hardware.bytes_per_weight(dtype)
+    positive("kv_bytes_per_element", kv_bytes_per_element)
+    rep = Replica(None, model, dtype, 1, float(kv_bytes_per_element))
+    return rep.weight_bytes + rep.kv_bytes(batch, context)
 
 
 def check_fit(chip, model, batch, context, dtype="bf16", chips=1, kv_bytes_per_element=2,
-              headroom=0.0) -> None:
-    """Raise DoesNotFit, with the shortfall, if weights + KV exceed the chips' HBM.
+              headroom=HEADROOM) -> None:
+    """Raise DoesNotFit, with the shortfall, if weights + KV exceed the chips' usable HBM.
 
-    ``headroom`` is the fraction of HBM kept free for activations and the runtime (default none).
+    ``headroom`` is the fraction of HBM kept free for activations and the runtime (``HEADROOM``).
     """
-    chip, model = _resolve(chip, model)
-    needed = float(np.max(memory_needed(model, batch, context, dtype, kv_bytes_per_element)))
-    have = _usable(chip, chips, headroom)
-    if needed > have:
-        kept = f" after keeping {headroom:.0%} free" if headroom else ""
-        raise DoesNotFit(
-            f"does not fit: {model.display} in {dtype} with batch {np.max(batch):g} x context "
-            f"{np.max(context):g} needs {needed / 1e9:,.0f} GB, {chips} x {chip.name} have "
-            f"{have / 1e9:,.0f} GB{kept} (short by {(needed - have) / 1e9:,.0f} GB)", needed, have)
+    non_negative("batch", batch)
+    non_negative("context", context)
+    in_range("headroom", headroom, 0, 0.99)
+    replica(chip, model, dtype, chips, kv_bytes_per_element).check_fit(batch, context, headroom)
 
 
 def max_batch(chip, model, context, dtype="bf16", chips=1, kv_bytes_per_element=2,
-              headroom=0.0) -> float:
+              headroom=HEADROOM) -> float:
     """Largest batch whose KV cache fits beside the weights (inf at context 0)."""
-    chip, model = _resolve(chip, model)
+    rep = replica(chip, model, dtype, chips, kv_bytes_per_element)
     non_negative("context", context)
-    free = _usable(chip, chips, headroom) - memory_needed(model, 0, 0, dtype)
-    if free < 0:
-        check_fit(chip, model, 0, 0, dtype, chips, headroom=headroom)
-    if context == 0:
-        return math.inf
-    per_sequence = float(memory_needed(model, 1, context, dtype, kv_bytes_per_element)) - memory_needed(model, 0, 0, dtype)
-    return float(math.floor(free / per_sequence))
+    in_range("headroom", headroom, 0, 0.99)
+    return rep.max_batch(context, headroom)
 
 
 def balance_batch(chip, model, dtype="bf16", context=0, kv_bytes_per_element=2) -> float:
@@ -150,31 +195,32 @@ def balance_batch(chip, model, dtype="bf16", context=0, kv_bytes_per_element=2) 
     Returns ``inf`` when ``context`` is at or beyond the balance context L*: there the KV reads
     alone take longer than the matmuls, so the step is memory-bound at every batch.
     """
-    chip, model = _resolve(chip, model)
+    rep = replica(chip, model, dtype, 1, kv_bytes_per_element)
     non_negative("context", context)
-    p = _params(chip, model, dtype, 1, kv_bytes_per_element, context)
-    if context >= balance_context_for(chip, model, dtype, kv_bytes_per_element):
+    return _balance_batch(rep, context)
+
+
+def _balance_batch(rep: Replica, context) -> float:
+    if context >= rep.balance_context():
         return math.inf
-    return float(numeric["balance_batch"](0, context, *p))
+    return float(numeric["balance_batch"](0, context, *rep.params(context)))
 
 
 def balance_context_for(chip, model, dtype="bf16", kv_bytes_per_element=2) -> float:
     """L* = 2 N_act / (r b_kv) in tokens."""
-    chip, model = _resolve(chip, model)
-    n_act, _, _, kv, flops, bw = _params(chip, model, dtype, 1, kv_bytes_per_element)
-    return float(balance_context.subs({N_act: n_act, r: flops / bw, b_kv: kv}))
+    return replica(chip, model, dtype, 1, kv_bytes_per_element).balance_context()
 
 
-def step_time(chip, model, batch, context, dtype="bf16", chips=1, kv_bytes_per_element=2):
+def step_time(chip, model, batch, context, dtype="bf16", chips=1, kv_bytes_per_element=2,
+              headroom=HEADROOM):
     """Lower bound max(compute time, memory time) on one decode step, in seconds.
 
-    Raises DoesNotFit when the weights and KV cache exceed the chips' HBM.
+    Raises DoesNotFit when the weights and KV cache exceed the chips' usable HBM.
     """
-    chip, model = _resolve(chip, model)
-    positive("batch", batch)
-    non_negative("context", context)
-    check_fit(chip, model, batch, context, dtype, chips, kv_bytes_per_element)
-    t = numeric["t_step"](batch, context, *_params(chip, model, dtype, chips, kv_bytes_per_element, context))
+    rep = replica(chip, model, dtype, chips, kv_bytes_per_element)
+    _workload(batch, context, headroom)
+    rep.check_fit(batch, context, headroom)
+    t = numeric["t_step"](batch, context, *rep.params(context))
     return float(t) if np.ndim(t) == 0 else t
 
 
@@ -217,17 +263,18 @@ class DecodePoint:
 
 
 def decode_point(chip, model, batch, context, dtype="bf16", chips=1, usd_per_chip_hour=USD_PER_CHIP_HOUR,
-                 kv_bytes_per_element=2) -> DecodePoint:
+                 kv_bytes_per_element=2, headroom=HEADROOM) -> DecodePoint:
     """Everything the Chapter 1 widget and calculator show for one (batch, context)."""
-    chip, model = _resolve(chip, model)
+    rep = replica(chip, model, dtype, chips, kv_bytes_per_element)
+    _workload(batch, context, headroom)
     positive("usd_per_chip_hour", usd_per_chip_hour)
-    step_time(chip, model, batch, context, dtype, chips, kv_bytes_per_element)  # validates, checks fit
-    p = _params(chip, model, dtype, chips, kv_bytes_per_element, context)
+    rep.check_fit(batch, context, headroom)
+    p = rep.params(context)
     return DecodePoint(
         t_compute=float(numeric["t_compute"](batch, context, *p)),
         t_weights=float(numeric["t_weights"](batch, context, *p)),
         t_kv=float(numeric["t_kv"](batch, context, *p)),
-        batch=float(batch), chips=chips, usd_per_chip_hour=float(usd_per_chip_hour))
+        batch=float(batch), chips=rep.chips, usd_per_chip_hour=float(usd_per_chip_hour))
 
 
 def fast_mode(speed_ratio: float, price_ratio: float) -> tuple[float, float]:
@@ -246,6 +293,6 @@ def fast_mode(speed_ratio: float, price_ratio: float) -> tuple[float, float]:
 def replica_params(chip, model, dtype="bf16", chips=1, kv_bytes_per_element=2, context=0):
     """(N_act, N_tot, b_w, b_kv, F, W) of one replica, checked, in the order ``numeric`` takes
     after (B, L): for callers (plots, the widget) that evaluate the formulas on arrays of batches."""
-    chip, model = _resolve(chip, model)
+    rep = replica(chip, model, dtype, chips, kv_bytes_per_element)
     non_negative("context", context)
-    return _params(chip, model, dtype, chips, kv_bytes_per_element, context)
+    return rep.params(context)
