@@ -138,3 +138,26 @@ def test_windowed_memory_matches_kv_bytes():
     g = models.get("gemma-2-9b")
     need = roofline.memory_needed(g, 3, np.array([100, 4096, 50_000]))
     assert need == pytest.approx(g.total_params * 2 + 3 * g.kv_bytes(np.array([100, 4096, 50_000])))
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: calculator.fit("llama-3.1-8b", "H100-SXM", 1e20, 10), ("batch", "1,000,000,000")),
+    (lambda: calculator.decode("llama-3.1-8b", "H100-SXM", 1, 10, chips=10**9), ("chips", "1,000,000")),
+    (lambda: calculator.decode("llama-3.1-8b", "H100-SXM", 1, 10, usd_per_chip_hour=1e308), ("usd_per_chip_hour", "10,000")),
+    (lambda: calculator.max_batch("llama-3.1-8b", "H100-SXM", 1e12), ("context", "1,000,000,000")),
+])
+def test_absurd_inputs_name_the_valid_range(call, words):
+    with pytest.raises(ChalkError) as err:
+        call()
+    assert all(w in str(err.value) for w in words), str(err.value)
+
+
+def test_names_resolve_ignoring_case_at_the_boundary():
+    assert calculator.resolve("GB200-NVL72").count == 72
+    assert calculator.fit("LLAMA-3.1-8B", "h100-sxm", 1, 1, dtype="BF16").fits
+
+
+def test_context_past_the_published_maximum_warns():
+    # Llama 3 70B's config sets max_position_embeddings = 8192.
+    with pytest.warns(calculator.ContextWarning, match="8,192"):
+        calculator.decode("llama-3-70b", "hgx-h100", 1, 10_000)

@@ -1,4 +1,5 @@
 """``python -m chalk``: every subcommand answers, bad input gives one line on stderr and exit 2."""
+import re
 import subprocess
 import sys
 
@@ -84,6 +85,15 @@ def test_prices_and_deduce(capsys):
     (["fit", "--model", "llama-3.1-8b", "--chip", "H100-SXM", "--batch", "1", "--context", "1", "--headroom", "5"], "headroom"),
     (["prices", "nope/nothing"], "price"),
     (["deduce", "--price", "nope"], "price"),
+    (["deduce", "--price", "google/gemini-2.5-pro", "--model", "gpt5"], "model"),
+    (["deduce", "--price", "google/gemini-2.5-pro", "--chip", "A100-80GB", "--dtype", "fp8"], "dtype"),
+    (["serve", "--model", "llama-3.1-8b", "--chip", "H100-SXM", "--chips", "1000000000000", "--batch", "1",
+      "--context", "1"], "1,000,000"),
+    (["serve", "--model", "llama-3.1-8b", "--chip", "H100-SXM", "--batch", "1e20", "--context", "1"], "batch"),
+    (["serve", "--model", "llama-3.1-8b", "--chip", "H100-SXM", "--batch", "100000000000000000000",
+      "--context", "1"], "1,000,000,000"),
+    (["serve", "--model", "llama-3.1-8b", "--chip", "H100-SXM", "--batch", "1", "--context", "1",
+      "--usd-per-chip-hour", "1e308"], "10,000"),
     (["list", "planets"], "what"),
     (["frobnicate"], "COMMAND"),
 ])
@@ -94,3 +104,58 @@ def test_bad_input_one_line_on_stderr(args, param):
     assert len(lines) == 1 and "Traceback" not in result.stderr
     assert param in lines[0] or "invalid choice" in lines[0]
     assert result.stdout == ""
+
+
+def test_names_ignore_case(capsys):
+    code = cli.main(["serve", "--model", "DeepSeek-V3", "--chip", "h100-sxm", "--chips", "16", "--batch", "8",
+                     "--context", "4096", "--dtype", "FP8"])
+    assert code == cli.EXIT_OK and "DeepSeek-V3 on 16 x H100-SXM, fp8 weights" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args, suggestion", [
+    (["serve", "--model", "deepsek-v3", "--chip", "H100-SXM", "--batch", "1", "--context", "1"], "'deepseek-v3'"),
+    (["serve", "--model", "deepseek-v3", "--chip", "H100-SMX", "--batch", "1", "--context", "1"], "'H100-SXM'"),
+    (["prices", "google/gemini-2.5-pr"], "'google/gemini-2.5-pro'"),
+])
+def test_a_typo_gets_a_did_you_mean(args, suggestion):
+    result = run(*args)
+    assert result.returncode == cli.EXIT_BAD_INPUT and result.stdout == ""
+    assert f"did you mean {suggestion}?" in result.stderr
+
+
+def test_messages_read_as_english():
+    dtype = run("serve", "--model", "llama-3.1-8b", "--chip", "A100-80GB", "--batch", "1", "--context", "1",
+                "--dtype", "fp8").stderr
+    assert "A100-80GB has no published 'fp8' rate; its formats: bf16" in dtype
+    assert "known price entries:" in run("prices", "nope").stderr
+
+
+def test_context_past_the_model_maximum_warns_once_and_still_answers():
+    # DeepSeek-V3 supports 128K tokens (arXiv 2412.19437, §4.3): 200,000 is past it.
+    result = run("serve", "--model", "deepseek-v3", "--system", "gb200-nvl72", "--batch", "1",
+                 "--context", "200000", "--dtype", "fp8")
+    assert result.returncode == cli.EXIT_OK and "step time" in result.stdout
+    warnings = [line for line in result.stderr.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and "131,072" in warnings[0]
+    assert "warning" not in run("serve", "--model", "deepseek-v3", "--system", "gb200-nvl72", "--batch", "1",
+                                "--context", "100000", "--dtype", "fp8").stderr
+
+
+def test_list_prints_no_tex_in_a_terminal(capsys):
+    assert cli.main(["list"]) == cli.EXIT_OK
+    out = capsys.readouterr().out
+    assert "\\text" not in out and "N_tot" in out and "$N" not in out
+
+
+def test_substituted_formula_reads_term_for_term(capsys):
+    cli.main(["serve", "--model", "deepseek-v3", "--system", "gb200-nvl72", "--batch", "3", "--context", "1000",
+              "--dtype", "fp8", "--mfu", "0.5"])
+    lines = capsys.readouterr().out.splitlines()
+    for i, line in enumerate(lines):
+        if line.strip().startswith("t >="):
+            formula, filled = line.split(">=", 1)[1].strip(), lines[i + 1].split("=", 1)[1].strip()
+            assert "**" not in filled and "**" not in formula
+            # The same shape once every symbol and every number is replaced by one placeholder.
+            numbers = lambda text: re.sub(r"\b\d[\d.]*(e[+-]\d+)?", "x", text)
+            symbols = lambda text: re.sub(r"\b(?!Max\b)[A-Za-z_]\w*\b", "x", text)
+            assert numbers(symbols(formula)) == numbers(filled), (formula, filled)

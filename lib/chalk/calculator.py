@@ -14,19 +14,24 @@ works on that. Defaults, stated once:
 """
 import math
 import re
+import warnings
 from dataclasses import dataclass
 
 import sympy as sp
 
 from . import roofline
-from .catalog import hardware, models, systems
-from .errors import ChalkError, DoesNotFit, UnknownName, in_range, non_negative, positive, positive_int
+from .catalog import hardware, systems
+from .errors import ChalkError, DoesNotFit, in_range, positive, positive_int
 from .notation import B, F, L, N_act, N_tot, W, b_kv, b_w, eta_c, eta_m, n, n_chips, p_chip
 from .catalog.quoted import USD_PER_CHIP_HOUR
 
 HEADROOM = roofline.HEADROOM
 MFU = 1.0
 MEMORY_EFFICIENCY = 1.0
+LIMITS = {"chips": (1, 1_000_000), "batch": (1, 1e9), "context": (0, 1e9), "prompt": (1, 1e9),
+          "usd_per_chip_hour": (0.001, 10_000)}
+"""Valid ranges of the inputs: wider than any real deployment, narrow enough that a slip of the
+keyboard (1e20 sequences, 1e30 chips) is an error naming the range, not an answer."""
 
 # --- formulas: roofline's, generalised to a pass of n tokens and to the efficiency knobs --------
 _derated = {F: eta_c * F, W: eta_m * W}
@@ -50,19 +55,32 @@ class Hardware:
 def resolve(target, chips=None) -> Hardware:
     """A system name (``"gb200-nvl72"``), a chip name (``"H100-SXM"``, times ``chips``, default 1),
     or a System / Chip object."""
-    if isinstance(target, str) and target in systems.catalog_systems():
-        target = systems.get(target)
+    if isinstance(target, str):
+        target = systems.system_or_chip(target)
     if isinstance(target, systems.System):
         if chips is not None and chips != target.count:
             raise ChalkError(f"chips: system {target.name} has {target.count} chips; leave chips out "
                              f"or name a chip instead")
         return Hardware(target.chip, target.count, target.name)
-    if isinstance(target, str) and target not in hardware.catalog_chips():
-        known = ", ".join(systems.names() + hardware.names())
-        raise UnknownName(f"system: unknown system or chip {target!r}; known: {known}")
-    chip = hardware.get(target) if isinstance(target, str) else target
-    count = 1 if chips is None else positive_int("chips", chips)
+    chip = target
+    count = 1 if chips is None else _limited("chips", positive_int("chips", chips))
     return Hardware(chip, count, f"{count} x {chip.name}")
+
+
+def _limited(name: str, value):
+    return in_range(name, value, *LIMITS[name])
+
+
+def _context_warning(model, context) -> None:
+    """Warn, without refusing, when a context is past what the model was published to support."""
+    limit = model.max_context
+    if limit and float(context) > limit:
+        warnings.warn(ContextWarning(f"context {float(context):,.0f} is beyond {model.display}'s maximum "
+                                     f"context of {limit:,} tokens ({model.max_context_source})"), stacklevel=3)
+
+
+class ContextWarning(UserWarning):
+    """A context longer than the model's published maximum: the numbers are extrapolated."""
 
 
 def _replica(model, target, dtype, chips, kv_bytes_per_element) -> roofline.Replica:
@@ -97,9 +115,10 @@ def fit(model, target, batch, context, dtype="bf16", chips=None, kv_bytes_per_el
         headroom=HEADROOM) -> Fit:
     """Weights + KV cache of ``batch`` sequences of ``context`` tokens against the HBM."""
     rep = _replica(model, target, dtype, chips, kv_bytes_per_element)
-    non_negative("batch", batch)
-    non_negative("context", context)
+    in_range("batch", batch, 0, LIMITS["batch"][1])
+    _limited("context", context)
     in_range("headroom", headroom, 0, 0.99)
+    _context_warning(rep.model, context)
     return Fit(weights=rep.weight_bytes, kv=float(rep.kv_bytes(batch, context)),
                available=rep.usable_hbm(headroom), headroom=headroom)
 
@@ -108,8 +127,9 @@ def max_batch(model, target, context, dtype="bf16", chips=None, kv_bytes_per_ele
               headroom=HEADROOM) -> float:
     """Largest batch whose KV cache of ``context`` tokens fits beside the weights."""
     rep = _replica(model, target, dtype, chips, kv_bytes_per_element)
-    non_negative("context", context)
+    _limited("context", context)
     in_range("headroom", headroom, 0, 0.99)
+    _context_warning(rep.model, context)
     return rep.max_batch(context, headroom)
 
 
@@ -121,7 +141,7 @@ def max_context(model, target, batch, dtype="bf16", chips=None, kv_bytes_per_ele
     (sliding windows make it piecewise linear).
     """
     rep = _replica(model, target, dtype, chips, kv_bytes_per_element)
-    positive_int("batch", batch)
+    _limited("batch", positive_int("batch", batch))
     in_range("headroom", headroom, 0, 0.99)
     free = rep.usable_hbm(headroom) - rep.weight_bytes
 
@@ -173,12 +193,13 @@ def run_pass(model, target, batch, context, n=1, dtype="bf16", chips=None, kv_by
     Raises DoesNotFit when the weights and KV exceed the HBM left after ``headroom``.
     """
     rep = _replica(model, target, dtype, chips, kv_bytes_per_element)
-    positive("batch", batch)
-    non_negative("context", context)
-    n = positive_int("n", n)
+    _limited("batch", positive("batch", batch))
+    _limited("context", context)
+    n = _limited("prompt", positive_int("n", n))
     in_range("mfu", mfu, 1e-6, 1)
     in_range("memory_efficiency", memory_efficiency, 1e-6, 1)
-    positive("usd_per_chip_hour", usd_per_chip_hour)
+    _limited("usd_per_chip_hour", usd_per_chip_hour)
+    _context_warning(rep.model, context)
     in_range("headroom", headroom, 0, 0.99)
     rep.check_fit(batch, context, headroom)
     n_act, n_tot, b_w, b_kv, flops, bw = rep.params(context)
@@ -206,23 +227,28 @@ def prefill(model, target, batch, prompt, **kwargs) -> PassPoint:
 
 def substituted(point: PassPoint, model, target, dtype="bf16", chips=None, kv_bytes_per_element=2,
                 mfu=MFU, memory_efficiency=MEMORY_EFFICIENCY) -> tuple[str, str]:
-    """The pass formula in plain text, and the same with this point's numbers put in."""
+    """The pass formula in plain text, and the same text with this point's numbers in place of
+    the symbols (term for term, so the two lines read alike)."""
     rep = _replica(model, target, dtype, chips, kv_bytes_per_element)
     n_act, n_tot, bw_, kv, flops, bw = rep.params(point.context)
     values = {B: int(point.batch), n: point.n, L: int(point.context), N_act: _g(n_act),
               N_tot: _g(n_tot), b_w: _g(bw_), b_kv: _g(float(kv)), F: _g(flops), W: _g(bw),
               eta_c: _g(mfu), eta_m: _g(memory_efficiency)}
     expr = roofline.t_step if (point.n, mfu, memory_efficiency) == (1, 1, 1) else t_pass
-    filled = expr.subs({k: sp.Symbol(str(v)) for k, v in values.items()}, simultaneous=True)
-    return plain(expr), sp.sstr(filled)
+    formula = plain(expr)
+    by_name = {_ascii_name(sym): str(value) for sym, value in values.items()}
+    filled = re.sub(r"\b[A-Za-z_]\w*\b", lambda m: by_name.get(m.group(0), m.group(0)), formula)
+    return formula, filled
+
+
+def _ascii_name(sym) -> str:
+    name = re.sub(r"\\text\{(\w+)\}", r"\1", sym.name)
+    return name.replace("^\\star", "_star").replace("\\", "").replace("{", "").replace("}", "")
 
 
 def plain(expr) -> str:
     """A formula in plain text for a terminal: N_\\text{act} -> N_act, \\eta_\\text{c} -> eta_c."""
-    def ascii_name(sym):
-        name = re.sub(r"\\text\{(\w+)\}", r"\1", sym.name)
-        return name.replace("^\\star", "_star").replace("\\", "").replace("{", "").replace("}", "")
-    return sp.sstr(expr.subs({s_: sp.Symbol(ascii_name(s_)) for s_ in expr.free_symbols}))
+    return sp.sstr(expr.subs({s_: sp.Symbol(_ascii_name(s_)) for s_ in expr.free_symbols}))
 
 
 def _g(x: float) -> str:
@@ -239,12 +265,12 @@ def money(model, target, batch, context, prompt, usd_per_chip_hour, **kwargs) ->
 def rental_prices(target, chips=None, usd_per_chip_hour=None) -> list[float]:
     """The $/chip-hour figures to price at: the one given, else the chip's published range."""
     if usd_per_chip_hour is not None:
-        positive("usd_per_chip_hour", usd_per_chip_hour)
+        _limited("usd_per_chip_hour", usd_per_chip_hour)
         return [float(usd_per_chip_hour)]
     rental = resolve(target, chips).chip.rental_usd_per_hour
     return list(rental) if rental else []
 
 
-__all__ = ["HEADROOM", "MFU", "MEMORY_EFFICIENCY", "Fit", "PassPoint", "DoesNotFit", "fit", "max_batch",
+__all__ = ["HEADROOM", "MFU", "MEMORY_EFFICIENCY", "LIMITS", "ContextWarning", "Fit", "PassPoint", "DoesNotFit", "fit", "max_batch",
            "max_context", "decode", "prefill", "run_pass", "money", "rental_prices", "resolve",
            "substituted", "t_pass", "t_compute_pass", "t_mem_pass", "cost_per_token_pass"]

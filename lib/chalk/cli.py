@@ -5,7 +5,9 @@ Exit codes: 0 the question was answered (and, for serve/fit, the model fits); 3 
 """
 import argparse
 import math
+import re
 import sys
+import warnings
 
 from . import calculator, pricing
 from .catalog import hardware, models, prices, reference
@@ -21,25 +23,24 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
 
 
-def _int_at_least(name, low):
-    """An argparse type for whole numbers >= ``low`` whose errors name the option."""
+def _number_text(x) -> str:
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
+
+
+def _whole(name, low=None, high=None):
+    """An argparse type for whole numbers in the library's valid range (``calculator.LIMITS``)."""
+    low, high = calculator.LIMITS[name] if low is None else (low, high)
+    valid = f"a whole number from {_number_text(low)} to {_number_text(high)}"
+
     def parse(text):
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a whole number, got {text!r}") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"{name} must be >= {low}, got {value}")
+            raise argparse.ArgumentTypeError(f"{name} must be {valid}, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{name} must be {valid}, got {value:,}")
         return value
     return parse
-
-
-def _positive_int(name):
-    return _int_at_least(name, 1)
-
-
-def _non_negative_int(name):
-    return _int_at_least(name, 0)
 
 
 def _fraction(name, low, high):
@@ -55,12 +56,14 @@ def _fraction(name, low, high):
 
 
 def _price(text):
+    low, high = calculator.LIMITS["usd_per_chip_hour"]
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"usd-per-chip-hour must be a number, got {text!r}") from None
-    if not value > 0 or math.isinf(value):
-        raise argparse.ArgumentTypeError(f"usd-per-chip-hour must be > 0, got {text}")
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"usd-per-chip-hour must be between {low:g} and {high:,g} "
+                                         f"dollars, got {text}")
     return value
 
 
@@ -71,19 +74,19 @@ def _add_hardware(p):
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--system", help="a system from `list systems`, e.g. gb200-nvl72, hgx-h100")
     where.add_argument("--chip", help="a chip from `list chips`, e.g. H100-SXM; with --chips for a count")
-    p.add_argument("--chips", type=_positive_int("chips"), help="how many --chip serve one replica (default 1)")
+    p.add_argument("--chips", type=_whole("chips"), help="how many --chip serve one replica (default 1)")
 
 
 def _add_workload(p):
     p.add_argument("--model", required=True, help="a model from `list models`, e.g. deepseek-v3")
     _add_hardware(p)
-    p.add_argument("--batch", required=True, type=_positive_int("batch"),
+    p.add_argument("--batch", required=True, type=_whole("batch"),
                    help="sequences decoded together, one new token each per step")
-    p.add_argument("--context", required=True, type=_non_negative_int("context"),
+    p.add_argument("--context", required=True, type=_whole("context"),
                    help="tokens already in each sequence's KV cache")
-    p.add_argument("--dtype", default="bf16", choices=DTYPES,
+    p.add_argument("--dtype", default="bf16", choices=DTYPES, type=str.casefold,
                    help="number format of the weights and of the matmuls (default bf16)")
-    p.add_argument("--kv-dtype", default="bf16", choices=DTYPES,
+    p.add_argument("--kv-dtype", default="bf16", choices=DTYPES, type=str.casefold,
                    help="number format of the KV cache (default bf16, 2 bytes per element)")
     p.add_argument("--headroom", type=_fraction("headroom", 0, 0.99), default=calculator.HEADROOM,
                    help=f"fraction of HBM kept free for activations and the runtime (default {calculator.HEADROOM:g})")
@@ -102,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("serve", help="decode and prefill roofline, regime, tokens/s and $ per Mtok")
     _add_workload(p)
-    p.add_argument("--prompt", type=_positive_int("prompt"), default=None,
+    p.add_argument("--prompt", type=_whole("prompt"), default=None,
                    help="prompt tokens per sequence for the prefill pass (default: the --context)")
     p.add_argument("--mfu", type=_fraction("mfu", 1e-6, 1), default=calculator.MFU,
                    help="achieved / peak FLOP/s (default 1.0 = roofline bound)")
@@ -124,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     where = p.add_mutually_exclusive_group()
     where.add_argument("--system", help="hardware whose r = F/W and HBM to assume (default H100-SXM)")
     where.add_argument("--chip", help="same, as a chip name")
-    p.add_argument("--dtype", default="bf16", choices=DTYPES, help="for r = F/W (default bf16)")
+    p.add_argument("--dtype", default="bf16", choices=DTYPES, type=str.casefold, help="for r = F/W (default bf16)")
     return parser
 
 
@@ -157,12 +160,24 @@ def _check_names(args) -> None:
     calculator.resolve(_target(args), args.chips).chip.flops(args.dtype)
 
 
+def _tokens(count: int) -> str:
+    return f"{count:,} token{'' if count == 1 else 's'}"
+
+
+def _terminal(markdown: str) -> str:
+    """A table's TeX for a terminal: $N_\\text{tot}$ -> N_tot, $\\times$ -> x."""
+    def plain(match):
+        tex = re.sub(r"\\text\{([^}]*)\}", r"\1", match.group(1))
+        return tex.replace("\\times", "x").replace("^\\star", "*").replace("\\", "")
+    return re.sub(r"\$([^$]+)\$", plain, markdown)
+
+
 def _fit_report(args) -> tuple[str, bool]:
     f = calculator.fit(args.model, _target(args), args.batch, args.context, **_common(args))
     hw = calculator.resolve(_target(args), args.chips)
     rows = [("hardware", f"{hw.label} ({hw.count} x {hw.chip.hbm_capacity / 1e9:,.0f} GB HBM)"),
             ("weights", _gb(f.weights)),
-            (f"KV cache (batch {args.batch} x {args.context:,} tokens)", _gb(f.kv)),
+            (f"KV cache (batch {args.batch:,} x {_tokens(args.context)})", _gb(f.kv)),
             ("needed", _gb(f.needed)),
             (f"available ({f.headroom:.0%} kept free)", _gb(f.available))]
     if f.fits:
@@ -186,7 +201,7 @@ def _serve(args) -> int:
     prompt = args.prompt or max(args.context, 1)
     pre = calculator.prefill(model, _target(args), args.batch, prompt, **knobs)
     for title, point in (("Decode step (1 new token per sequence)", dec),
-                         (f"Prefill pass ({prompt:,} tokens per sequence)", pre)):
+                         (f"Prefill pass ({_tokens(prompt)} per sequence)", pre)):
         formula, filled = calculator.substituted(point, model, _target(args), args.dtype, args.chips,
                                                  hardware.bytes_per_weight(args.kv_dtype), args.mfu,
                                                  args.memory_efficiency)
@@ -215,8 +230,10 @@ def _fit(args) -> int:
     try:
         batch = calculator.max_batch(model, _target(args), args.context, **common)
         context = calculator.max_context(model, _target(args), args.batch, **common)
-        extra = [("largest batch at this context", f"{batch:,.0f}"),
-                 ("longest context at this batch", "unbounded" if math.isinf(context) else f"{context:,.0f} tokens")]
+        longest = "unbounded" if math.isinf(context) else _tokens(int(context))
+        if model.max_context and context > model.max_context:
+            longest += f" (past the model's published maximum of {_tokens(model.max_context)})"
+        extra = [("largest batch at this context", f"{batch:,.0f}"), ("longest context at this batch", longest)]
     except ChalkError:  # the weights alone do not fit: no batch or context helps
         extra = [("largest batch at this context", "none: the weights alone do not fit")]
     print(f"{model.display}\n{text}\n{_rows(extra)}")
@@ -245,7 +262,9 @@ def _prices(args) -> int:
 
 def _deduce(args) -> int:
     target = args.system or args.chip or "H100-SXM"
-    calculator.resolve(target)  # a clear error for an unknown name
+    calculator.resolve(target).chip.flops(args.dtype)  # every name checked before any output
+    if args.model is not None:
+        models.get(args.model)
     price = prices.get(args.price)
     print(f"What {price.provider} {price.model}'s prices (as of {price.as_of}) imply, on {target}:")
     for d in pricing.deduce(price, args.model, target, args.dtype):
@@ -267,7 +286,7 @@ def _list(args) -> int:
               "models": reference.models_table, "prices": reference.prices_table}
     for name, table in tables.items():
         if args.what in ("all", name):
-            print(f"## {name}\n\n{table()}\n")
+            print(f"## {name}\n\n{_terminal(table())}\n")
     return EXIT_OK
 
 
@@ -276,8 +295,21 @@ COMMANDS = {"list": _list, "serve": _serve, "fit": _fit, "prices": _prices, "ded
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    shown = set()
+
+    def warn(message, category, *_):
+        if str(message) not in shown:  # the same context is checked by decode and prefill
+            shown.add(str(message))
+            print(f"python -m chalk {args.command}: warning: {message}", file=sys.stderr)
+
     try:
-        return COMMANDS[args.command](args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", calculator.ContextWarning)
+            warnings.showwarning = warn
+            return COMMANDS[args.command](args)
     except ChalkError as e:
         print(f"python -m chalk {args.command}: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BrokenPipeError:  # the reader (`| head`) stopped reading: not an error of ours
+        sys.stdout = None
+        return EXIT_OK

@@ -3,6 +3,8 @@
 Each check raises with the parameter's name and its valid range, so a bad value fails where the
 user typed it rather than as a NaN or an exception from deep inside NumPy.
 """
+import difflib
+
 import numpy as np
 
 
@@ -65,13 +67,36 @@ def positive_int(name: str, value) -> int:
 def in_range(name: str, value, low: float, high: float):
     arr = _as_array(name, value)
     if np.any(arr < low) or np.any(arr > high):
-        raise ChalkError(f"{name} must be between {low:g} and {high:g}, got {value!r}")
+        raise ChalkError(f"{name} must be between {_number(low)} and {_number(high)}, got {value!r}")
     return value
 
 
-def lookup(kind: str, name: str, table: dict, param: str = "name"):
-    """``table[name]``, or an UnknownName error that lists the known names."""
+def _number(x: float) -> str:
+    """1000000 -> '1,000,000'; 0.001 -> '0.001': a range a reader takes in at a glance."""
+    return f"{int(x):,}" if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
+
+
+def find(name, table):
+    """The key of ``table`` that ``name`` names, ignoring case (``h100-sxm``, ``DeepSeek-V3``), or None."""
     if name in table:
-        return table[name]
-    known = ", ".join(sorted(table))
-    raise UnknownName(f"{param}: unknown {kind} {name!r}; known {kind}s: {known}")
+        return name
+    folded = {str(key).casefold(): key for key in table}
+    return folded.get(str(name).casefold())
+
+
+def unknown(kind: str, name, known, param: str = "name", plural: str | None = None) -> UnknownName:
+    """The error for a name not in ``known``: the closest known name, then all of them."""
+    names = sorted(str(k) for k in known)
+    by_fold = {n.casefold(): n for n in names}
+    close = difflib.get_close_matches(str(name).casefold(), list(by_fold), n=1, cutoff=0.6)
+    hint = f"; did you mean {by_fold[close[0]]!r}?" if close else ""
+    return UnknownName(f"{param}: unknown {kind} {name!r}{hint} (known {plural or kind + 's'}: "
+                       f"{', '.join(names)})")
+
+
+def lookup(kind: str, name, table: dict, param: str = "name", plural: str | None = None):
+    """``table[name]`` ignoring case, or an UnknownName error with a did-you-mean and the known names."""
+    key = find(name, table)
+    if key is None:
+        raise unknown(kind, name, table, param, plural)
+    return table[key]

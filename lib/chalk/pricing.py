@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from . import roofline
-from .catalog import hardware, models, prices, systems, tiers
+from .catalog import models, prices, systems, tiers
 from .errors import ChalkError, positive
 from .notation import C, F, L_star, N_act, T_hold, W, b_kv, eta_c, p_in, p_out
 
@@ -72,7 +72,7 @@ def implied_kv_bytes_per_token(price, model, target="H100-SXM", dtype="bf16",
     model = models.get(model) if isinstance(model, str) else model
     if not price.long_context:
         raise ChalkError(f"price: {price.name} has no long-context price step to read")
-    hw = systems.get(target) if target in systems.catalog_systems() else hardware.get(target)
+    hw = systems.system_or_chip(target)
     step = price.long_context["above_tokens"]
     r_value = hw.intensity(dtype)
     value = float(kv_bytes_from_step.subs({N_act: model.active_params, roofline.r: r_value, L_star: step}))

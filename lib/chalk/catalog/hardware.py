@@ -3,14 +3,22 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from .. import catalog
-from ..errors import ChalkError, lookup
+from ..errors import ChalkError, UnknownName, find, lookup
 
 # Bytes per weight for each number format the catalog knows.
 BYTES_PER_ELEMENT = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "fp4": 0.5}
 
 
+def dtype_name(dtype: str) -> str:
+    """The catalog's name of a number format (``BF16`` -> ``bf16``); unknown ones list the known."""
+    key = find(dtype, BYTES_PER_ELEMENT)
+    if key is None:
+        lookup("number format", dtype, BYTES_PER_ELEMENT, param="dtype")
+    return key
+
+
 def bytes_per_weight(dtype: str) -> float:
-    return lookup("dtype", dtype, BYTES_PER_ELEMENT, param="dtype")
+    return BYTES_PER_ELEMENT[dtype_name(dtype)]
 
 
 @dataclass(frozen=True)
@@ -38,8 +46,11 @@ class Chip:
 
     def flops(self, dtype: str = "bf16") -> float:
         """Dense peak FLOP/s in ``dtype``; raises naming the formats this chip supports."""
-        bytes_per_weight(dtype)
-        return lookup(f"dtype for {self.name} (supported)", dtype, self.peak_flops, param="dtype")
+        key = find(dtype_name(dtype), self.peak_flops)
+        if key is None:
+            raise UnknownName(f"dtype: {self.name} has no published {dtype!r} rate; its formats: "
+                              f"{', '.join(self.peak_flops)}")
+        return self.peak_flops[key]
 
     def intensity(self, dtype: str = "bf16") -> float:
         """Hardware intensity r = F/W in FLOP per byte of HBM traffic."""

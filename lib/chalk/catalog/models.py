@@ -129,6 +129,9 @@ class Model:
     ssm: dict | None = None
     relative_positions: bool = False
     """Transformer-XL relative position projections in every attention layer."""
+    max_context: int | None = None
+    """The longest context the publisher supports, in tokens."""
+    max_context_source: str = ""
 
     # --- layer make-up ----------------------------------------------------------------------
     def layer_kinds(self) -> list[str]:
@@ -337,6 +340,10 @@ def _build(name: str, e: dict) -> Model:
     if kind == "mla":
         catalog.require(where + " mla", e.get("mla", {}), _MLA)
     _check_layers(where, e)
+    if "max_context" in e:
+        catalog.require(where, e, {"max_context": int})
+    if "max_context_source" in e:
+        catalog.check_source(where, e["max_context_source"], e["as_of"], "max_context_")
     moe = e.get("moe")
     if moe is not None:
         catalog.require(where + " moe", moe, _MOE)
@@ -356,6 +363,7 @@ def _build(name: str, e: dict) -> Model:
         layer_pattern=e.get("layer_pattern", "G"), sliding_window=e.get("sliding_window"),
         kv_share=e.get("kv_share", 1), ssm=e.get("ssm"),
         relative_positions=e.get("relative_positions", False),
+        max_context=e.get("max_context"), max_context_source=e.get("max_context_source", e["source"]),
     )
 
 

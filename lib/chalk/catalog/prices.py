@@ -84,7 +84,7 @@ def catalog_prices() -> dict[str, Price]:
 
 def get(name: str) -> Price:
     """The price entry ``provider/model[@date]``; an unknown name lists the known ones."""
-    return lookup("price entry", name, catalog_prices(), param="price")
+    return lookup("price entry", name, catalog_prices(), param="price", plural="price entries")
 
 
 def names() -> list[str]:

@@ -62,10 +62,17 @@ def models_table() -> str:
         rows.append([m.display, f"`{m.name}`", m.attention_kind, str(m.n_layers), f"{m.d_model:,}",
                      f"{m.total_params / 1e9:,.1f}", reported, f"{m.active_params / 1e9:,.1f}",
                      f"{m.sparsity:.1f}", f"{m.kv_bytes_per_token(2) / 1024:,.0f}",
-                     f"{m.kv_bytes(32768, 2) / 2**30:,.2f}", tokens, _source(m)])
+                     f"{m.kv_bytes(32768, 2) / 2**30:,.2f}", _max_context(m), tokens, _source(m)])
     return _table(["model", "name", "attention", "layers", "$d_\\text{model}$", "$N_\\text{tot}$ (B, computed)",
                    "reported (B)", "$N_\\text{act}$ (B)", "$s$", "$b_\\text{kv}$ KiB (BF16)",
-                   "KV GiB at 32K (BF16)", "training tokens (T)", "source, as of"], rows)
+                   "KV GiB at 32K (BF16)", "max context (tokens)", "training tokens (T)", "source, as of"], rows)
+
+
+def _max_context(m) -> str:
+    if not m.max_context:
+        return "–"
+    cited = f" ([source]({m.max_context_source}))" if m.max_context_source != m.source else ""
+    return f"{m.max_context:,}{cited}"
 
 
 def _dollars(value) -> str:

@@ -9,7 +9,7 @@ from functools import cache
 
 from . import hardware
 from .. import catalog
-from ..errors import ChalkError, lookup
+from ..errors import ChalkError, find, lookup, unknown
 
 
 @dataclass(frozen=True)
@@ -87,3 +87,13 @@ def get(name: str) -> System:
 
 def names() -> list[str]:
     return list(catalog_systems())
+
+
+def system_or_chip(name: str):
+    """A system (``gb200-nvl72``) or else a chip (``H100-SXM``) by name, ignoring case."""
+    for table in (catalog_systems(), hardware.catalog_chips()):
+        key = find(name, table)
+        if key is not None:
+            return table[key]
+    raise unknown("system or chip", name, [*catalog_systems(), *hardware.catalog_chips()],
+                  param="system", plural="systems and chips")

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from .. import catalog
-from . import hardware, systems
+from . import systems
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,6 @@ def catalog_tiers() -> dict[str, Tier]:
 
 def tiers_with_hbm(target="H100-SXM") -> list[Tier]:
     """The HBM of ``target`` (a chip or system) followed by the catalog tiers, fastest first."""
-    hw = systems.get(target) if target in systems.catalog_systems() else hardware.get(target)
+    hw = systems.system_or_chip(target)
     hbm = Tier(f"hbm-{hw.name}", f"HBM of {hw.name}", hw.hbm_capacity, hw.hbm_bandwidth, hw.source, hw.as_of)
     return sorted([hbm, *catalog_tiers().values()], key=lambda t: t.drain_time)
