@@ -96,7 +96,8 @@ FIGURES = [
      "nvidia.com GB200 NVL72: 576 TB/s"),
     ("gb200-nvl72 BF16", lambda: systems.get("gb200-nvl72").flops("bf16"), 180e15, 0.01,
      "nvidia.com GB200 NVL72: 360 PFLOPS FP16/BF16 with sparsity = 180 dense"),
-    ("gb200-nvl72 NVLink", lambda: systems.get("gb200-nvl72").scale_up_bandwidth, 130e12, 0.01,
+    # NVIDIA's 130 TB/s counts both directions (72 x 1.8 TB/s); chalk stores per direction.
+    ("gb200-nvl72 NVLink", lambda: systems.get("gb200-nvl72").scale_up_bandwidth_bidirectional, 130e12, 0.01,
      "nvidia.com GB200 NVL72: NVLink 130 TB/s"),
     ("gb300-nvl72 FP4", lambda: systems.get("gb300-nvl72").flops("fp4"), 1080e15, 0.01,
      "verda.com GB300 NVL72 architecture: rack FP4 1,080 PFLOPS dense"),

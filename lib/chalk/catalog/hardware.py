@@ -32,10 +32,10 @@ class Chip:
     hbm_bandwidth: float
     """bytes per second"""
     scale_up_bandwidth: float
-    """bytes per second, bidirectional, per chip"""
+    """bytes per second one chip sends on its scale-up links (NVLink, ICI), per direction"""
     scale_up_domain: int
     scale_out_bandwidth: float
-    """bytes per second per chip"""
+    """bytes per second one chip sends on its scale-out NIC or DCN share, per direction"""
     source: str
     as_of: str
     note: str = ""
@@ -65,14 +65,19 @@ class Chip:
         """Seconds to read all of HBM once: capacity / bandwidth."""
         return self.hbm_capacity / self.hbm_bandwidth
 
+    @property
+    def scale_up_bandwidth_bidirectional(self) -> float:
+        """Sent plus received on the scale-up links: the total vendors print ("900 GB/s" NVLink 4)."""
+        return 2 * self.scale_up_bandwidth
+
 
 _FIELDS = {"vendor": str, "status": str, "tflops": dict, "hbm_TBps": float,
-           "scale_up_GBps": float, "scale_up_domain": int}
+           "scale_up_GBps_per_direction": float, "scale_up_domain": int}
 STATUSES = ("shipping", "announced")
 
 # A figure may be typed in the unit its source prints; each quantity lists (key, bytes per unit).
 _UNITS = {"hbm": (("hbm_GB", 1e9), ("hbm_GiB", 2.0**30)),
-          "scale_out": (("scale_out_GBps", 1e9), ("scale_out_Gbps", 1e9 / 8))}
+          "scale_out": (("scale_out_GBps_per_direction", 1e9), ("scale_out_Gbps_per_direction", 1e9 / 8))}
 
 
 def _in_bytes(where: str, e: dict, quantity: str) -> float:
@@ -114,7 +119,7 @@ def catalog_chips() -> dict[str, Chip]:
             name=name, vendor=e["vendor"], status=e["status"],
             peak_flops={d: float(v) * 1e12 for d, v in e["tflops"].items()},
             hbm_capacity=_in_bytes(where, e, "hbm"), hbm_bandwidth=e["hbm_TBps"] * 1e12,
-            scale_up_bandwidth=e["scale_up_GBps"] * 1e9, scale_up_domain=e["scale_up_domain"],
+            scale_up_bandwidth=e["scale_up_GBps_per_direction"] * 1e9, scale_up_domain=e["scale_up_domain"],
             scale_out_bandwidth=_in_bytes(where, e, "scale_out"),
             source=e["source"], as_of=e["as_of"], note=e.get("note", ""),
             rental_usd_per_hour=_rental(where, e), rental_source=e.get("rental_source", ""),

@@ -33,10 +33,10 @@ def chips_table() -> str:
         r = f"{chip.intensity('bf16'):.0f}" if "bf16" in chip.peak_flops else "–"
         rows.append([chip.name, chip.status, *flops, f"{chip.hbm_capacity / 1e9:,.0f}",
                      f"{chip.hbm_bandwidth / 1e12:.2f}", r,
-                     f"{chip.drain_time * 1e3:.0f}", f"{chip.scale_up_bandwidth / 1e9:,.0f} × {chip.scale_up_domain:,}",
+                     f"{chip.drain_time * 1e3:.0f}", f"{chip.scale_up_bandwidth / 1e9:,.0f} ({chip.scale_up_bandwidth_bidirectional / 1e9:,.0f}) × {chip.scale_up_domain:,}",
                      f"{chip.scale_out_bandwidth / 1e9:,.1f}", _rental(chip), _source(chip)])
     return _table(["chip", "status", "BF16 TFLOP/s", "FP8", "FP4", "HBM GB", "HBM TB/s", "$r$ (BF16 FLOP/B)",
-                   "drain ms", "scale-up GB/s × domain", "scale-out GB/s", "rental $/chip-h",
+                   "drain ms", "scale-up GB/s per direction (both) × domain", "scale-out GB/s per direction", "rental $/chip-h",
                    "source, as of"], rows)
 
 
@@ -46,11 +46,11 @@ def systems_table() -> str:
         best = next(d for d in ("bf16", "fp8", "fp4") if d in s.chip.peak_flops)
         rows.append([s.name, s.display, s.status, f"{s.count:,} × {s.chip.name}",
                      f"{s.flops(best) / 1e15:,.1f} ({best.upper()})", f"{s.hbm_capacity / 1e12:,.2f}",
-                     f"{s.hbm_bandwidth / 1e12:,.1f}", f"{s.scale_up_bandwidth / 1e12:,.1f}",
+                     f"{s.hbm_bandwidth / 1e12:,.1f}", f"{s.scale_up_bandwidth / 1e12:,.1f} ({s.scale_up_bandwidth_bidirectional / 1e12:,.1f})",
                      f"{s.scale_out_bandwidth / 1e12:,.2f}", f"{s.scale_up_to_out:.0f}×",
                      f"{s.drain_time * 1e3:.0f}", _source(s)])
     return _table(["system", "make-up", "status", "chips", "PFLOP/s dense", "HBM TB", "HBM TB/s",
-                   "scale-up TB/s (sum)", "scale-out TB/s (sum)", "scale-up ÷ scale-out", "drain ms",
+                   "scale-up TB/s per direction (both), sum", "scale-out TB/s per direction, sum", "scale-up ÷ scale-out", "drain ms",
                    "source, as of"], rows)
 
 

@@ -36,17 +36,22 @@ class System:
 
     @property
     def scale_up_bandwidth(self) -> float:
-        """Sum over chips of each chip's bidirectional scale-up bandwidth."""
+        """Sum over chips of each chip's scale-up bandwidth, per direction."""
         return self.count * self.chip.scale_up_bandwidth
 
     @property
+    def scale_up_bandwidth_bidirectional(self) -> float:
+        """Sent plus received over all chips: the figure vendors print (NVL72 "130 TB/s")."""
+        return self.count * self.chip.scale_up_bandwidth_bidirectional
+
+    @property
     def scale_out_bandwidth(self) -> float:
-        """Sum over chips of each chip's scale-out (NIC/DCN) bandwidth: the system's egress."""
+        """Sum over chips of each chip's scale-out (NIC/DCN) bandwidth per direction: the egress."""
         return self.count * self.chip.scale_out_bandwidth
 
     @property
     def scale_up_to_out(self) -> float:
-        """How many times faster the scale-up network is than scale-out, per chip."""
+        """How many times faster one chip sends over scale-up than over scale-out, both per direction."""
         return self.chip.scale_up_bandwidth / self.chip.scale_out_bandwidth
 
     def intensity(self, dtype: str = "bf16") -> float:

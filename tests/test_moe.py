@@ -1,0 +1,277 @@
+"""chalk.moe: the contract, independent checks of each closed form, and clear errors."""
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from chalk import ChalkError, hardware, models, moe, systems
+
+DS = "deepseek-v3"
+
+
+def toy(n_experts=16, k=2, shared=1, d_model=16, d_ff=32):
+    return models.from_config("toy-moe", dict(
+        display="Toy MoE", attention="gqa", n_layers=2, d_model=d_model, n_heads=2, n_kv_heads=1,
+        d_head=8, ffn_gated=True, vocab=100, tied_embeddings=True,
+        moe=dict(n_routed_experts=n_experts, experts_per_token=k, d_ff_expert=d_ff,
+                 n_shared_experts=shared)))
+
+
+# --- all-to-all bytes: a brute-force count over every routing -------------------------------------
+def brute_force_bytes(n_experts, k, chips, tokens_per_chip, width, domain=None):
+    """Expected bytes chip 0 sends (dispatch of its tokens to remote experts, plus its experts'
+    results for remote tokens), averaging over every k-subset each token may pick, and the part of
+    them that leaves chip 0's domain of ``domain`` chips. Experts sit in blocks on the chips."""
+    domain = domain or chips
+    expert_chip = [e * chips // n_experts for e in range(n_experts)]
+    subsets = list(itertools.combinations(range(n_experts), k))
+    sent = crossing = 0.0
+    for home in range(chips):
+        for choice in subsets:
+            for e in choice:
+                dest = expert_chip[e]
+                if dest == home:
+                    continue
+                # chip 0 sends the activation when it owns the token, the result when it owns the expert
+                if 0 in (home, dest):
+                    other = dest if home == 0 else home
+                    sent += width
+                    crossing += width * (other // domain != 0)
+    per_subset = tokens_per_chip / len(subsets)
+    return sent * per_subset, crossing * per_subset
+
+
+@pytest.mark.parametrize("n_experts, k, chips", [(16, 2, 4), (8, 3, 8), (12, 4, 6)])
+def test_alltoall_bytes_matches_brute_force(n_experts, k, chips):
+    model, per_chip, bpe = toy(n_experts, k), 3, 2
+    expected, _ = brute_force_bytes(n_experts, k, chips, per_chip, model.d_model * bpe)
+    assert moe.alltoall_bytes(model, per_chip * chips, chips, bpe) == pytest.approx(expected, rel=1e-12)
+
+
+def test_two_domains_split_matches_brute_force():
+    model = toy(16, 2)
+    chips, per_chip = 16, 2  # two HGX H100 boxes of 8, one expert per chip
+    total, crossing = brute_force_bytes(16, 2, chips, per_chip, model.d_model * 2, domain=8)
+    t = moe.layer_times(model, "hgx-h100", per_chip * chips, domains=2)
+    chip = hardware.get("H100-SXM")
+    assert t.scale_out * chip.scale_out_bandwidth == pytest.approx(crossing, rel=1e-12)
+    assert t.scale_up * chip.scale_up_bandwidth == pytest.approx(total - crossing, rel=1e-12)
+
+
+def test_two_racks_send_half_the_tokens_across():
+    """The lecture: spread over two racks, about half of the tokens cross the slow network."""
+    tokens, m = 144 * 64, models.get(DS)
+    t = moe.layer_times(DS, "gb200-nvl72", tokens, domains=2, bytes_per_element=1)
+    all_choices = 2 * (tokens / 144) * 8 * m.d_model * 1
+    assert t.scale_out * hardware.get("GB200").scale_out_bandwidth / all_choices == pytest.approx(0.5)
+    assert moe.layer_times(DS, "gb200-nvl72", tokens).scale_out == 0
+
+
+def test_alltoall_time_uses_per_direction_rates():
+    # DeepSeek-V3 on HGX H100, 4096 tokens, BF16 activations: 512 tokens x 8 choices x 7,168 x 2 B,
+    # both ways, 7/8 of them remote; NVLink 450 GB/s per direction, CX-7 50 GB/s.
+    sent = 2 * 512 * 8 * 7168 * 2 * 7 / 8
+    assert moe.alltoall_time(DS, "hgx-h100", 4096) == pytest.approx(sent / 450e9)
+    assert moe.alltoall_time(DS, "hgx-h100", 4096, link="Scale-Out") == pytest.approx(sent / 50e9)
+    ratio = moe.alltoall_time(DS, "hgx-h100", 4096, link="scale-out") / moe.alltoall_time(DS, "hgx-h100", 4096)
+    assert ratio == pytest.approx(systems.get("hgx-h100").scale_up_to_out)
+
+
+def test_alltoall_is_vectorised_over_tokens():
+    tokens = np.array([64, 128, 1024])
+    out = moe.alltoall_time(DS, "gb200-nvl72", tokens)
+    assert out.shape == (3,) and out[1] == pytest.approx(2 * out[0])
+
+
+def test_comm_to_compute_ratio_does_not_depend_on_tokens():
+    ratios = [moe.layer_times(DS, "hgx-h100", t) for t in (512, 8192, 131072)]
+    values = [t.scale_up / t.compute for t in ratios]
+    assert values == pytest.approx([values[0]] * 3)
+    # by hand, per chip of the 8: bytes 2 b (7/8) k d per token over 450 GB/s, against
+    # 2 (k + n_sh) n_mat d d_ff FLOPs per token over 989.4 TFLOP/s
+    by_hand = (2 * 2 * 7 / 8 * 8 / 450e9) / (2 * 9 * 3 * 2048 / 989.4e12)
+    assert values[0] == pytest.approx(by_hand)
+
+
+def test_expert_compute_counts_two_flops_per_weight():
+    model = toy(16, 2, shared=1)
+    t = moe.layer_times(model, "hgx-h100", 800)
+    flops = 800 * (2 + 1) * 3 * 16 * 32 * 2  # tokens x experts each x weights per expert x 2
+    assert t.compute == pytest.approx(flops / (8 * hardware.get("H100-SXM").flops("bf16")))
+
+
+# --- placement and memory ----------------------------------------------------------------------------
+def test_placement_bytes_from_the_shapes():
+    m = models.get(DS)
+    p = moe.placement(DS, "gb200-nvl72", batch=512, context=32768, dtype="fp8", chips=64,
+                      kv_bytes_per_element=1)
+    expert = 3 * 7168 * 2048  # one SwiGLU expert
+    assert p.experts_per_chip == 4
+    assert p.expert_bytes == pytest.approx(4 * 58 * expert)
+    assert p.replicated_bytes == pytest.approx(m.total_params - 58 * 256 * expert)
+    assert p.kv_bytes == pytest.approx(512 * 32768 * 61 * (512 + 64) / 64)
+    assert p.fits
+
+
+def test_max_batch_is_the_fit_threshold():
+    p = moe.placement(DS, "gb200-nvl72", batch=1, context=65536, dtype="fp8", chips=64)
+    edge = p.max_batch
+    assert moe.placement(DS, "gb200-nvl72", edge, 65536, dtype="fp8", chips=64).fits
+    assert not moe.placement(DS, "gb200-nvl72", edge + 1, 65536, dtype="fp8", chips=64).fits
+
+
+def test_deepseek_does_not_fit_an_hgx_h100():
+    p = moe.placement(DS, "hgx-h100", batch=1, context=4096, dtype="fp8")
+    assert not p.fits and p.max_batch == 0 and p.margin < 0
+
+
+def test_placement_at_zero_context_has_no_kv():
+    p = moe.placement(DS, "gb200-nvl72", batch=64, context=0, dtype="fp8")
+    assert p.kv_bytes == 0 and p.max_batch == math.inf
+
+
+# --- routing and load balance --------------------------------------------------------------------------
+def test_simulation_conserves_token_choices():
+    r = moe.simulate_routing(DS, 72, 1000, redundant=32, skew=1.0, trials=3)
+    assert np.allclose(r.chip_loads.sum(axis=1), 1000 * 8)
+    assert np.allclose(r.copy_loads.sum(axis=1), 1000 * 8)
+
+
+@pytest.mark.parametrize("model, chips, tokens", [
+    (DS, 64, 16),
+    # 4 of 8 experts: choosing without replacement matters here (6 touched, not 5.25)
+    (toy(8, 4), 4, 2)])
+def test_experts_touched_matches_simulation(model, chips, tokens):
+    r = moe.simulate_routing(model, chips, tokens, trials=400, seed=1)
+    expected = moe.expected_experts_touched(model, tokens)
+    stderr = r.experts_touched.std(ddof=1) / math.sqrt(len(r.experts_touched))
+    assert abs(r.experts_touched.mean() - expected) < 4 * stderr
+
+
+def test_experts_touched_limits():
+    assert moe.expected_experts_touched(DS, 0) == 0
+    assert moe.expected_experts_touched(DS, 1) == pytest.approx(8)
+    assert moe.expected_experts_touched(DS, 10**6) == pytest.approx(256)
+
+
+@pytest.mark.parametrize("count, published", [
+    (1, 0.0), (2, 1 / math.sqrt(math.pi)), (3, 3 / (2 * math.sqrt(math.pi))),
+    # Harter (1961), Expected values of normal order statistics, Biometrika 48, Table 1
+    (5, 1.16296), (10, 1.53875), (100, 2.50759)])
+def test_expected_max_of_normals(count, published):
+    assert moe.expected_max_standard_normal(count) == pytest.approx(published, abs=2e-5)
+
+
+@pytest.mark.parametrize("tokens", [2048, 8192])
+def test_imbalance_estimate_matches_simulation(tokens):
+    sim = moe.simulate_routing(DS, 64, tokens, trials=8, seed=tokens)
+    estimate = moe.imbalance_estimate(DS, 64, tokens)
+    # the normal approximation, not the simulation's model: they must agree on the excess over 1
+    assert sim.imbalance - 1 == pytest.approx(estimate - 1, rel=0.15)
+
+
+def test_imbalance_falls_as_one_over_root_tokens():
+    few, many = (moe.simulate_routing(DS, 32, t, trials=8, seed=7).imbalance - 1 for t in (1024, 8192))
+    assert few / many == pytest.approx(math.sqrt(8), rel=0.25)
+
+
+def test_redundant_experts_help_skewed_routing():
+    plain = moe.simulate_routing(DS, 64, 4096, skew=1.0, trials=4).imbalance
+    helped = moe.simulate_routing(DS, 64, 4096, redundant=64, skew=1.0, trials=4).imbalance
+    assert helped < plain - 0.2
+
+
+def test_capacity_factor_drops_less_as_it_grows():
+    r = moe.simulate_routing(DS, 64, 512, trials=4)
+    drops = [r.dropped_fraction(cf) for cf in (1.0, 1.25, 2.0, 10.0)]
+    assert drops == sorted(drops, reverse=True) and drops[0] > 0 and drops[-1] == 0
+
+
+# --- errors: every public function names the bad parameter -------------------------------------------
+BAD = [
+    (lambda: moe.experts_per_chip(DS, 0), "chips"),
+    (lambda: moe.experts_per_chip(DS, 2.5), "chips"),
+    (lambda: moe.experts_per_chip(DS, 64, redundant=-1), "redundant"),
+    (lambda: moe.experts_per_chip("llama-3-8b", 8), "model"),
+    (lambda: moe.experts_per_chip("gpt-5", 8), "model"),
+    (lambda: moe.expert_params("llama-3-8b"), "model"),
+    (lambda: moe.routed_expert_params("nope"), "model"),
+    (lambda: moe.alltoall_bytes(DS, 0, 8), "tokens"),
+    (lambda: moe.alltoall_bytes(DS, 10, 0), "chips"),
+    (lambda: moe.alltoall_bytes(DS, 10, 8, bytes_per_element=0), "bytes_per_element"),
+    (lambda: moe.alltoall_time(DS, "hgx-h100", 10, link="nvlink"), "link"),
+    (lambda: moe.alltoall_time(DS, "hgx-h999", 10), "system"),
+    (lambda: moe.alltoall_time(DS, "hgx-h100", -1), "tokens"),
+    (lambda: moe.alltoall_time(DS, "hgx-h100", 10, bytes_per_element=-2), "bytes_per_element"),
+    (lambda: moe.layer_times(DS, "hgx-h100", 10, domains=0), "domains"),
+    (lambda: moe.layer_times(DS, "hgx-h100", 10, dtype="fp7"), "dtype"),
+    (lambda: moe.layer_times(DS, "hgx-h100", 0), "tokens"),
+    (lambda: moe.layer_times(DS, "hgx-h100", 10, redundant=-1), "redundant"),
+    (lambda: moe.placement(DS, "gb200-nvl72", -1, 100), "batch"),
+    (lambda: moe.placement(DS, "gb200-nvl72", 1, -100), "context"),
+    (lambda: moe.placement(DS, "gb200-nvl72", 1, 100, headroom=1.5), "headroom"),
+    (lambda: moe.placement(DS, "gb200-nvl72", 1, 100, chips=0), "chips"),
+    (lambda: moe.placement(DS, "gb200-nvl72", 1, 100, kv_bytes_per_element=0), "kv_bytes_per_element"),
+    (lambda: moe.placement(DS, "gb200-nvl72", 1, 100, dtype="int3"), "dtype"),
+    (lambda: moe.max_total_params("gb200-nvl72", headroom=2), "headroom"),
+    (lambda: moe.max_total_params("gb200-nvl72", dtype="fp2"), "dtype"),
+    (lambda: moe.expected_experts_touched(DS, -1), "tokens"),
+    (lambda: moe.expected_max_standard_normal(0), "count"),
+    (lambda: moe.imbalance_estimate(DS, 3, 100), "chips"),
+    (lambda: moe.imbalance_estimate(DS, 1, 100), "chips"),
+    (lambda: moe.imbalance_estimate(DS, 64, 0), "tokens"),
+    (lambda: moe.simulate_routing(DS, 64, 0), "tokens"),
+    (lambda: moe.simulate_routing(DS, 0, 10), "chips"),
+    (lambda: moe.simulate_routing(DS, 64, 10, trials=0), "trials"),
+    (lambda: moe.simulate_routing(DS, 64, 10, skew=-1), "skew"),
+    (lambda: moe.simulate_routing(DS, 64, 10, redundant=-2), "redundant"),
+    (lambda: moe.simulate_routing(DS, 64, 10, trials=1).dropped_fraction(0), "capacity_factor"),
+]
+
+
+@pytest.mark.parametrize("call, param", BAD, ids=[f"{i}-{p}" for i, (_, p) in enumerate(BAD)])
+def test_bad_input_names_the_parameter(call, param):
+    with pytest.raises(ChalkError) as err:
+        call()
+    assert param in str(err.value)
+
+
+def test_dense_model_error_lists_the_moe_models():
+    with pytest.raises(ChalkError, match="deepseek-v3"):
+        moe.experts_per_chip("llama-3-8b", 8)
+
+
+def test_indivisible_chips_error_lists_valid_counts():
+    with pytest.raises(ChalkError, match="64"):
+        moe.imbalance_estimate(DS, 72, 100)
+
+
+# --- properties ---------------------------------------------------------------------------------------
+@given(st.integers(1, 512), st.integers(0, 300))
+def test_experts_per_chip_is_the_tightest_even_spread(chips, redundant):
+    g = moe.experts_per_chip(DS, chips, redundant)
+    assert g * chips >= 256 + redundant > (g - 1) * chips
+
+
+@given(st.integers(1, 10**6), st.integers(1, 10**6), st.integers(1, 512))
+def test_alltoall_bytes_linear_in_tokens(t1, t2, chips):
+    a, b = moe.alltoall_bytes(DS, t1, chips), moe.alltoall_bytes(DS, t2, chips)
+    assert a * t2 == pytest.approx(b * t1, rel=1e-12)
+
+
+@given(st.integers(1, 8), st.integers(1, 10**5))
+def test_split_over_domains_adds_up(domains, tokens):
+    t = moe.layer_times(DS, "gb200-nvl72", tokens, domains=domains)
+    chip = hardware.get("GB200")
+    total = t.scale_up * chip.scale_up_bandwidth + t.scale_out * chip.scale_out_bandwidth
+    assert total == pytest.approx(moe.alltoall_bytes(DS, tokens, 72 * domains), rel=1e-12)
+
+
+@given(st.integers(1, 5000), st.integers(1, 5000))
+def test_experts_touched_grow_with_tokens_and_stay_bounded(t1, t2):
+    low, high = sorted((t1, t2))
+    a, b = moe.expected_experts_touched(DS, low), moe.expected_experts_touched(DS, high)
+    assert 8 <= a <= b * (1 + 1e-12) and b <= 256 * (1 + 1e-12)
