@@ -1,0 +1,537 @@
+"""Chapter 3: pipeline parallelism across racks.
+
+Three pieces, each a SymPy expression first and a NumPy function second:
+
+* the bubble of a training pipeline (GPipe, 1F1B, interleaved 1F1B), built from one step's
+  makespan, and ``simulate``, a discrete-event run of each schedule that measures the idle time
+  from its events instead of computing it;
+* the rack-boundary test: the scale-up time a stage's MoE layers spend on all-to-all traffic
+  against the scale-out time of its one boundary crossing, with the per-direction bandwidth
+  ratio of the system a parameter;
+* what each kind of parallelism sends per training step for a catalog model, and so which
+  network it needs.
+
+Times are for one stage, which owns a contiguous block of layers: ``t_F`` and ``t_B`` are the
+forward and backward time of one micro-batch on it (with ``v`` chunks, each chunk takes 1/v).
+Zero-bubble schedules (Qi et al. 2023) split the backward into its input- and weight-gradient
+halves and move the latter into the bubble; they are described in the chapter, not simulated.
+Sources: GPipe (Huang et al. 2019), 1F1B and interleaving (Narayanan et al. 2021), interleaved
+memory (Korthikanti et al. 2022), tensor-parallel all-reduces (Shoeybi et al. 2019), ring
+attention (Liu et al. 2023).
+"""
+import heapq
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import sympy as sp
+
+from .catalog import models as _models
+from .catalog import systems as _systems
+from .errors import ChalkError, lookup, non_negative, positive, positive_int
+from .notation import (E, F, L_stage, N_act, N_tot, P, W_out, W_up, b_act, b_g, b_kv, d_model, k, m,
+                       n_CP, n_DP, n_TP, n_layers, n_tok, rho, t_B, t_F, v)
+
+# --- the bubble -------------------------------------------------------------------------------
+t_ideal = m * (t_F + t_B)
+"""One stage's own work in a step: m micro-batches, each forward and backward."""
+t_bubble = (P - 1) * (t_F + t_B) / v
+"""Idle time of each stage: the first micro-batch's forward reaches the last stage only after
+P-1 other stages (one chunk, 1/v of a stage, each), and the last backward drains back the same
+way. GPipe and 1F1B are the case v = 1."""
+t_step = t_ideal + t_bubble
+"""Makespan of one training step when every stage takes the same time."""
+
+BUBBLE_FRACTION = sp.simplify(t_bubble / t_step)
+"""Idle time as a fraction of the whole step: (P-1)/(v m + P - 1)."""
+BUBBLE_OVERHEAD = sp.simplify(t_bubble / t_ideal)
+"""Idle time over ideal compute time: (P-1)/(v m)."""
+
+ACTIVATIONS_IN_FLIGHT = {
+    # GPipe runs every forward before any backward: the first stage holds all m.
+    "gpipe": m,
+    # 1F1B starts a new forward only after a backward frees a slot: at most P on the first stage.
+    "1f1b": sp.Min(m, P),
+    # Megatron's interleaved warm-up is 2(P-1) + (v-1)P chunk forwards on the first stage, plus
+    # the first steady forward; a chunk holds 1/v of a micro-batch's activations on that stage.
+    "interleaved": sp.Min(m, P + (P - 1) / v),
+}
+"""Peak activations one stage holds, in micro-batches (the first stage holds the most)."""
+
+SCHEDULES = {
+    "gpipe": "GPipe: every forward, then every backward (Huang et al. 2019)",
+    "1f1b": "1F1B: warm-up forwards, then one forward one backward, then cool-down (Narayanan et al. 2021)",
+    "interleaved": "interleaved 1F1B: v model chunks per device (Narayanan et al. 2021)",
+    "inference": "inference: forwards only, a stream of independent batches",
+}
+_TRAINING = ("gpipe", "1f1b", "interleaved")
+
+_bubble_fraction = sp.lambdify((P, m, v), BUBBLE_FRACTION, "numpy")
+_bubble_overhead = sp.lambdify((P, m, v), BUBBLE_OVERHEAD, "numpy")
+
+
+def _schedule(schedule: str, chunks, kinds=_TRAINING) -> str:
+    name = lookup("schedule", schedule, {s: s for s in kinds}, param="schedule")
+    if name != "interleaved" and np.any(np.asarray(chunks) != 1):
+        raise ChalkError(f"chunks: only the 'interleaved' schedule splits a stage into chunks; "
+                         f"{name!r} needs chunks=1, got {chunks!r}")
+    return name
+
+
+def _whole(name: str, value):
+    """A positive whole number or an array of them (for sweeps)."""
+    if np.ndim(value) == 0:
+        return positive_int(name, value)
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "iu" or np.any(arr < 1):
+        raise ChalkError(f"{name} must be whole numbers >= 1, got {value!r}")
+    return arr
+
+
+def _pipeline_args(stages, microbatches, schedule, chunks):
+    stages, microbatches = _whole("stages", stages), _whole("microbatches", microbatches)
+    chunks = _whole("chunks", chunks)
+    name = _schedule(schedule, chunks)
+    if name == "interleaved" and np.any(np.asarray(microbatches) % np.asarray(stages)):
+        raise ChalkError(f"microbatches: the interleaved schedule needs a multiple of stages "
+                         f"({stages!r}), got {microbatches!r}")
+    return stages, microbatches, chunks
+
+
+def _scalar(x):
+    return float(x) if np.ndim(x) == 0 else x
+
+
+def bubble_fraction(stages, microbatches, schedule: str = "gpipe", chunks=1):
+    """Idle time as a fraction of the step: (P-1)/(m+P-1); (P-1)/(v m+P-1) interleaved.
+
+    Exact when every stage takes the same time; arrays broadcast for sweeps."""
+    P_, m_, v_ = _pipeline_args(stages, microbatches, schedule, chunks)
+    return _scalar(_bubble_fraction(P_, m_, v_))
+
+
+def bubble_overhead(stages, microbatches, schedule: str = "gpipe", chunks=1):
+    """Bubble time over ideal compute time: (P-1)/m; (P-1)/(v m) interleaved."""
+    P_, m_, v_ = _pipeline_args(stages, microbatches, schedule, chunks)
+    return _scalar(_bubble_overhead(P_, m_, v_))
+
+
+def activations_in_flight(stages, microbatches, schedule: str = "1f1b", chunks=1) -> float:
+    """Peak micro-batches of activations one stage holds under ``schedule`` (closed form)."""
+    P_, m_, v_ = _pipeline_args(stages, microbatches, schedule, chunks)
+    name = _schedule(schedule, chunks)
+    return float(ACTIVATIONS_IN_FLIGHT[name].subs({P: P_, m: m_, v: v_}))
+
+
+# --- the schedule simulator -------------------------------------------------------------------
+class Event(NamedTuple):
+    """One operation as it ran: which stage, micro-batch, chunk and pass, and when."""
+    stage: int
+    microbatch: int
+    chunk: int
+    kind: str
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """The events of one simulated step, and what is measured from them."""
+    stages: int
+    microbatches: int
+    schedule: str
+    chunks: int
+    events: tuple[Event, ...]
+
+    @property
+    def makespan(self) -> float:
+        return max(e.end for e in self.events) - min(e.start for e in self.events)
+
+    @property
+    def busy_time(self) -> float:
+        """Work done, summed over stages."""
+        return sum(e.end - e.start for e in self.events)
+
+    @property
+    def idle_fraction(self) -> float:
+        """Idle stage-time over all stage-time from the first start to the last end."""
+        return 1 - self.busy_time / (self.stages * self.makespan)
+
+    @property
+    def bubble_time(self) -> float:
+        """Idle time of the average stage: makespan minus its mean busy time."""
+        return self.makespan - self.busy_time / self.stages
+
+    @property
+    def steady_state_idle_fraction(self) -> float:
+        """Idle fraction inside the window where every stage has started and none has finished.
+
+        The fill and drain are left out: for a stream of inference batches this is 0."""
+        firsts = [min(e.start for e in self.events if e.stage == s) for s in range(self.stages)]
+        lasts = [max(e.end for e in self.events if e.stage == s) for s in range(self.stages)]
+        lo, hi = max(firsts), min(lasts)
+        if hi <= lo:
+            raise ChalkError("microbatches: too few for a steady state (every stage must be busy "
+                             "at once); raise microbatches")
+        busy = sum(max(0.0, min(e.end, hi) - max(e.start, lo)) for e in self.events)
+        return 1 - busy / (self.stages * (hi - lo))
+
+    def held(self, stage: int) -> list[tuple[float, float]]:
+        """(time, micro-batches of activations held) after each change on ``stage``.
+
+        A micro-batch's activations are held from the end of its forward on the stage until the
+        end of its backward there; one chunk counts 1/chunks."""
+        if self.schedule == "inference":
+            return [(0.0, 0.0)]
+        changes = sorted((e.end, 1 if e.kind == "forward" else -1)
+                         for e in self.events if e.stage == stage)
+        level, out = 0, []
+        for time, delta in changes:
+            level += delta
+            out.append((time, level / self.chunks))
+        return out
+
+    @property
+    def peak_activations(self) -> float:
+        """The most micro-batches whose activations any one stage holds at once."""
+        return max(level for s in range(self.stages) for _, level in self.held(s))
+
+
+def _orders(P_: int, m_: int, v_: int, schedule: str) -> list[list[tuple[str, int, int]]]:
+    """Each stage's operations, in the order the schedule runs them: (kind, micro-batch, chunk)."""
+    orders = []
+    for s in range(P_):
+        if schedule == "inference":
+            orders.append([("forward", j, 0) for j in range(m_)])
+        elif schedule == "gpipe":
+            orders.append([("forward", j, 0) for j in range(m_)] + [("backward", j, 0) for j in range(m_)])
+        elif schedule == "1f1b":
+            warm = min(P_ - s - 1, m_)
+            order = [("forward", j, 0) for j in range(warm)]
+            for i in range(m_ - warm):
+                order += [("forward", warm + i, 0), ("backward", i, 0)]
+            orders.append(order + [("backward", j, 0) for j in range(m_ - warm, m_)])
+        else:
+            orders.append(_interleaved_order(P_, m_, v_, s))
+    return orders
+
+
+def _interleaved_order(P_: int, m_: int, v_: int, s: int) -> list[tuple[str, int, int]]:
+    """Megatron-LM's interleaved 1F1B on stage ``s`` (Narayanan et al. 2021, section 2.2.2).
+
+    Micro-batches go in groups of P: chunk 0 of the group, then chunk 1, ...; backwards visit
+    the chunks in reverse. The warm-up is deeper than plain 1F1B so that the first backward's
+    input has arrived when the steady phase needs it."""
+    total = m_ * v_
+
+    def which(i: int, backward: bool) -> tuple[int, int]:
+        group, within = divmod(i, P_ * v_)
+        chunk = within // P_
+        return group * P_ + within % P_, (v_ - 1 - chunk) if backward else chunk
+
+    warm = min((P_ - s - 1) * 2 + (v_ - 1) * P_, total)
+    order = [("forward", *which(i, False)) for i in range(warm)]
+    for i in range(total - warm):
+        order += [("forward", *which(warm + i, False)), ("backward", *which(i, True))]
+    return order + [("backward", *which(i, True)) for i in range(total - warm, total)]
+
+
+def _needs(op: tuple[str, int, int, int], P_: int, v_: int, schedule: str):
+    """The operations whose output ``op`` = (kind, micro-batch, chunk, stage) consumes.
+
+    Chunk c on stage s is virtual stage c P + s: a forward needs the virtual stage before it, a
+    backward the one after it, and the last virtual stage's backward its own forward."""
+    kind, j, c, s = op
+    q, last = c * P_ + s, v_ * P_ - 1
+    if kind == "forward":
+        return [] if q == 0 else [("forward", j, (q - 1) // P_, (q - 1) % P_)]
+    if q == last:
+        return [("forward", j, c, s)]
+    return [("backward", j, (q + 1) // P_, (q + 1) % P_)]
+
+
+def _per_stage(name: str, value, P_: int) -> np.ndarray:
+    positive(name, value)
+    arr = np.broadcast_to(np.asarray(value, dtype=float), (P_,)) if np.ndim(value) == 0 else np.asarray(value, dtype=float)
+    if arr.shape != (P_,):
+        raise ChalkError(f"{name} must be one number or one per stage ({P_}), got {len(arr)} values")
+    return arr
+
+
+MAX_OPERATIONS = 200_000
+"""Largest simulation accepted (stages x micro-batches x chunks x 2): a few seconds of Python."""
+
+
+def simulate(stages: int, microbatches: int, schedule: str = "1f1b", chunks: int = 1,
+             t_forward=1.0, t_backward=2.0, t_hop: float = 0.0) -> Simulation:
+    """Run one step of ``schedule`` as a discrete-event simulation and record every operation.
+
+    Each stage runs its operations one at a time in the schedule's order; an operation starts
+    when its stage is free and its input has arrived (``t_hop`` after the stage that made it
+    finished, when that is another stage). ``t_forward`` and ``t_backward`` are one
+    micro-batch's times on a stage, one number or one per stage; a chunk takes 1/chunks of them.
+    ``"inference"`` runs forwards only, a stream of ``microbatches`` independent batches.
+    """
+    P_, m_ = positive_int("stages", stages), positive_int("microbatches", microbatches)
+    v_ = positive_int("chunks", chunks)
+    name = _schedule(schedule, v_, kinds=tuple(SCHEDULES))
+    if name == "interleaved" and m_ % P_:
+        raise ChalkError(f"microbatches: the interleaved schedule needs a multiple of stages "
+                         f"({P_}), got {m_}")
+    if 2 * P_ * m_ * v_ > MAX_OPERATIONS:
+        raise ChalkError(f"stages x microbatches x chunks must be at most {MAX_OPERATIONS // 2:,}, "
+                         f"got {P_ * m_ * v_:,}")
+    duration = {"forward": _per_stage("t_forward", t_forward, P_) / v_,
+                "backward": _per_stage("t_backward", t_backward, P_) / v_}
+    non_negative("t_hop", t_hop)
+    hop = float(t_hop)
+
+    orders = _orders(P_, m_, v_, name)
+    position = [0] * P_
+    busy = [False] * P_
+    finished: dict[tuple, float] = {}
+    events: list[Event] = []
+    queue: list[tuple[float, int, str, int, tuple]] = []
+    counter = 0
+
+    def push(time, what, stage, op=()):
+        nonlocal counter
+        heapq.heappush(queue, (time, counter, what, stage, op))
+        counter += 1
+
+    def try_start(s: int, now: float) -> None:
+        if busy[s] or position[s] == len(orders[s]):
+            return
+        kind, j, c = orders[s][position[s]]
+        op = (kind, j, c, s)
+        needs = _needs(op, P_, v_, name)
+        if any(n not in finished for n in needs):
+            return
+        ready = max([now] + [finished[n] + (hop if n[3] != s else 0.0) for n in needs])
+        if ready > now:
+            push(ready, "wake", s)
+            return
+        busy[s] = True
+        position[s] += 1
+        push(now + duration[kind][s], "end", s, (op, now))
+
+    for s in range(P_):
+        try_start(s, 0.0)
+    while queue:
+        now, _, what, s, payload = heapq.heappop(queue)
+        if what == "end":
+            op, start = payload
+            kind, j, c, _ = op
+            busy[s] = False
+            finished[op] = now
+            events.append(Event(s, j, c, kind, start, now))
+            for other in range(P_):
+                try_start(other, now)
+        else:
+            try_start(s, now)
+    if any(position[s] < len(orders[s]) for s in range(P_)):
+        raise RuntimeError(f"{name} deadlocked: its operation order contradicts its dependencies")
+    events.sort(key=lambda e: (e.start, e.stage))
+    return Simulation(P_, m_, name, v_, tuple(events))
+
+
+# --- the rack boundary ------------------------------------------------------------------------
+x_token = d_model * b_act
+"""Bytes of one token's activation vector, the unit both networks carry."""
+copies_per_crossing = 2 * k * L_stage * (E - 1) / E
+"""Scale-up transfers of one token per stage: each MoE layer dispatches it to k experts and
+combines k results back (2 k), on each of the stage's L_stage MoE layers; with uniform routing
+over E chips, the 1/E of copies whose expert sits on the token's own chip never leave it."""
+t_scale_up = copies_per_crossing * x_token / W_up
+"""Scale-up time per token in one stage (each direction of the links carries it once)."""
+t_scale_out = x_token / W_out
+"""Scale-out time per token: it leaves the rack once, at the stage boundary."""
+
+RACK_RATIO = sp.simplify((t_scale_up / t_scale_out).subs(W_up, rho * W_out))
+"""Scale-up over scale-out time per stage, 2 k L_stage (E-1)/(E rho): at least 1 keeps the rack
+boundary off the critical path. Bytes per token and the widths cancel."""
+LECTURE_RATIO = sp.limit(RACK_RATIO, E, sp.oo)
+"""The lecture's 2 k L_stage / rho (rho = 8 on the board): every copy counted as leaving the chip."""
+MIN_LAYERS = sp.solve(sp.Eq(RACK_RATIO, 1), L_stage)[0]
+"""MoE layers per stage at which scale-up and scale-out times are equal: rho E / (2 k (E-1))."""
+
+k_fanout = sp.solve(sp.Eq(k * x_token / W_up, x_token / W_out), k)[0].subs(W_up, rho * W_out)
+"""Copies one crossing can fan out to over scale-up in the time scale-out moves it once: rho.
+DeepSeek-V3's node-limited routing reads this as experts per node (section 3.2.2)."""
+
+_rack_ratio = sp.lambdify((k, L_stage, rho, E), RACK_RATIO, "numpy")
+_lecture_ratio = sp.lambdify((k, L_stage, rho), LECTURE_RATIO, "numpy")
+_min_layers = sp.lambdify((k, rho, E), MIN_LAYERS, "numpy")
+
+
+def rack_boundary_ratio(layers_per_stage, experts_per_token, bandwidth_ratio, expert_parallel=None):
+    """Scale-up over scale-out time of one stage (>= 1: the rack boundary is not the bottleneck).
+
+    ``bandwidth_ratio`` is per chip, per direction (``systems.get(name).scale_up_to_out``);
+    ``expert_parallel`` = None counts every copy as leaving its chip, as the lecture does."""
+    positive("layers_per_stage", layers_per_stage)
+    positive("experts_per_token", experts_per_token)
+    positive("bandwidth_ratio", bandwidth_ratio)
+    if expert_parallel is None:
+        return _scalar(_lecture_ratio(experts_per_token, layers_per_stage, bandwidth_ratio))
+    _check_ep(expert_parallel)
+    return _scalar(_rack_ratio(experts_per_token, layers_per_stage, bandwidth_ratio, expert_parallel))
+
+
+def _check_ep(expert_parallel):
+    positive("expert_parallel", expert_parallel)
+    if np.any(np.asarray(expert_parallel) < 2):
+        raise ChalkError(f"expert_parallel must be >= 2 (one chip sends nothing), got {expert_parallel!r}")
+
+
+def min_layers_per_stage(experts_per_token, bandwidth_ratio, expert_parallel=None) -> int:
+    """Fewest whole MoE layers per stage that keep scale-out off the critical path."""
+    positive("experts_per_token", experts_per_token)
+    positive("bandwidth_ratio", bandwidth_ratio)
+    if expert_parallel is None:
+        exact = float(sp.solve(sp.Eq(LECTURE_RATIO, 1), L_stage)[0].subs(
+            {k: experts_per_token, rho: bandwidth_ratio}))
+    else:
+        _check_ep(expert_parallel)
+        exact = float(_min_layers(experts_per_token, bandwidth_ratio, expert_parallel))
+    # A tolerance so that an exact integer (rho = 16, k = 8: 1.0) is not rounded up by float noise.
+    return max(1, math.ceil(exact - 1e-9))
+
+
+def experts_per_crossing(bandwidth_ratio) -> float:
+    """Copies of a token scale-up delivers while scale-out moves it once: the ratio itself.
+
+    DeepSeek-V3 (section 3.2.2) reads this as the experts per node a token may use at no extra
+    NVLink cost: 160/50 GB/s gives 3.2."""
+    positive("bandwidth_ratio", bandwidth_ratio)
+    return _scalar(sp.lambdify(rho, k_fanout, "numpy")(bandwidth_ratio))
+
+
+@dataclass(frozen=True)
+class RackBoundary:
+    """The rack-boundary test for one model on one system."""
+    model: str
+    system: str
+    experts_per_token: int
+    moe_layers: int
+    bandwidth_ratio: float
+    ratio_one_layer: float
+    min_layers: int
+
+    @property
+    def max_stages(self) -> int:
+        """Most pipeline stages whose every stage still has enough MoE layers."""
+        return max(1, self.moe_layers // self.min_layers)
+
+
+def rack_boundary(model, system, expert_parallel=None) -> RackBoundary:
+    """The test for a catalog MoE model on a catalog system, with the system's real ratio."""
+    mdl = model if isinstance(model, _models.Model) else _models.get(model)
+    sys_ = system if isinstance(system, _systems.System) else _systems.get(system)
+    if not mdl.moe:
+        raise ChalkError(f"model: {mdl.display} has no MoE layers, so no all-to-all to weigh the "
+                         f"boundary against; pick an MoE model (e.g. deepseek-v3, mixtral-8x7b)")
+    kk, ratio = mdl.moe["experts_per_token"], sys_.scale_up_to_out
+    return RackBoundary(mdl.name, sys_.name, kk, mdl.n_moe_layers, ratio,
+                        rack_boundary_ratio(1, kk, ratio, expert_parallel),
+                        min_layers_per_stage(kk, ratio, expert_parallel))
+
+
+# --- the kinds of parallelism -----------------------------------------------------------------
+n_moe = sp.Symbol(r"n_\text{moe}", positive=True)
+"""Local to this table: the model's MoE layers (of its n_layers)."""
+
+
+def _ring(n):
+    """Share of a message each chip sends in a ring all-reduce (reduce-scatter + all-gather)."""
+    return 2 * (n - 1) / n
+
+
+@dataclass(frozen=True)
+class Kind:
+    splits: str
+    sends: str
+    degree: sp.Symbol
+    bytes_per_chip: sp.Expr
+    """Bytes one chip sends in one training step (forward and backward) of n_tok tokens."""
+
+
+PARALLELISM = {
+    "data": Kind("the batch (each chip a full replica)", "gradients, one all-reduce per step",
+                 n_DP, _ring(n_DP) * N_tot * b_g),
+    # Megatron-style: two all-reduces of the activations per layer forward, two backward.
+    "tensor": Kind("each matmul's weights", "activations, 4 all-reduces per layer",
+                   n_TP, 4 * n_layers * _ring(n_TP) * n_tok * d_model * b_act),
+    # Each chip routes its n_tok/E tokens: dispatch + combine forward, the same backward.
+    "expert": Kind("the experts of each MoE layer", "tokens, 2 all-to-alls per MoE layer each way",
+                   E, 4 * n_moe * k * (E - 1) / E * (n_tok / E) * d_model * b_act),
+    # An inner stage sends activations forward and input gradients back, once each.
+    "pipeline": Kind("the layers", "activations at each stage boundary, once each way",
+                     P, 2 * n_tok * d_model * b_act),
+    # Ring attention: each chip's K,V block goes round once forward, twice backward (K,V and
+    # dK,dV); b_kv counts every attention layer's keys and values of one token.
+    "context": Kind("the sequence", "keys and values round a ring, every attention layer",
+                    n_CP, 3 * (n_CP - 1) / n_CP * n_tok * b_kv),
+}
+"""Per-chip traffic of each kind used alone at its degree, for one step of n_tok tokens."""
+
+step_compute = 6 * N_act * n_tok / F
+"""One step's matmul time on the group, the time the traffic can hide behind (F: all chips)."""
+
+
+@dataclass(frozen=True)
+class TrafficRow:
+    kind: str
+    splits: str
+    sends: str
+    degree: int
+    bytes_per_chip: float
+    compute_time: float
+    scale_up_time: float
+    scale_out_time: float
+
+    @property
+    def network(self) -> str:
+        """Scale-out suffices when its transfer fits inside the step's compute time."""
+        return "scale-out" if self.scale_out_time <= self.compute_time else "scale-up"
+
+
+def parallelism_table(model, system, degree: int, tokens: float, grad_bytes: float = 4,
+                      act_bytes: float = 2, dtype: str = "bf16") -> list[TrafficRow]:
+    """Each kind of parallelism used alone at ``degree`` chips on one step of ``tokens`` tokens.
+
+    ``system`` supplies the chip (its FLOP/s and per-direction link rates). Gradients are reduced
+    in FP32 by default (``grad_bytes`` 4), activations sent in BF16. Expert parallelism applies
+    to MoE models only and is left out for dense ones."""
+    mdl = model if isinstance(model, _models.Model) else _models.get(model)
+    chip = (system if isinstance(system, _systems.System) else _systems.get(system)).chip
+    n_chips = positive_int("degree", degree)
+    if n_chips < 2:
+        raise ChalkError(f"degree must be >= 2 (one chip communicates nothing), got {degree!r}")
+    positive("tokens", tokens)
+    positive("grad_bytes", grad_bytes)
+    positive("act_bytes", act_bytes)
+    values = {N_tot: mdl.total_params, N_act: mdl.active_params, n_layers: mdl.n_layers,
+              d_model: mdl.d_model, n_tok: tokens, b_g: grad_bytes, b_act: act_bytes,
+              n_moe: mdl.n_moe_layers, k: mdl.moe["experts_per_token"] if mdl.moe else 0,
+              b_kv: mdl.kv_bytes_per_token(act_bytes),
+              F: n_chips * chip.flops(dtype)}
+    compute = float(step_compute.subs(values))
+    rows = []
+    for name, kind in PARALLELISM.items():
+        if name == "expert" and not mdl.moe:
+            continue
+        sent = float(kind.bytes_per_chip.subs(values | {kind.degree: n_chips}))
+        rows.append(TrafficRow(name, kind.splits, kind.sends, n_chips, sent, compute,
+                               sent / chip.scale_up_bandwidth, sent / chip.scale_out_bandwidth))
+    return rows
+
+
+def data_parallel_degree(chips: int, tensor: int = 1, context: int = 1, pipeline: int = 1) -> int:
+    """Replicas in a layout: chips over the product of the other degrees (which must divide it)."""
+    n = positive_int("chips", chips)
+    others = positive_int("tensor", tensor) * positive_int("context", context) * positive_int("pipeline", pipeline)
+    if n % others:
+        raise ChalkError(f"chips: {n:,} is not a multiple of tensor x context x pipeline = {others:,}")
+    return n // others
