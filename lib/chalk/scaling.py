@@ -1,0 +1,321 @@
+"""Chapter 5: training far past Chinchilla once RL and inference are paid for.
+
+Three pieces, each a SymPy expression first and a NumPy function lambdified from it:
+
+* the Chinchilla loss ``L(N, D) = E0 + A/N^alpha + B0/D^beta`` and its compute-optimal frontier at
+  ``C = 6 N D`` (the fits' constants live in ``catalog/data/overtraining.toml``);
+* the equal-cost heuristic and its exact form: the minimum of ``a x^p + b x^-q`` has its terms in
+  ratio ``q/p``;
+* the lifetime cost ``6 N D_pre + kappa N D_RL / eta_RL + 2 N D_inf / eta_inf`` minimised at a fixed
+  loss (Sardana et al. 2024), and the lecture's "thirds" solution.
+
+``N`` is always the active parameter count: for an MoE, applying a dense fit to it is an assumption
+(the lecture's own), not a result.
+"""
+from typing import NamedTuple
+
+import numpy as np
+import sympy as sp
+
+from .catalog import models
+from .catalog.overtraining import FITS, LECTURE, Fit
+from .errors import ChalkError, in_range, lookup, non_negative, positive
+from .notation import (A, B_0, C_train, D, D_RL, D_inf, E_0, N_act, a, alpha, b, beta, eta_RL, eta_inf,
+                       ell, kappa, p, q, u, x)
+
+SECONDS_PER_DAY = 86_400
+
+# --- where 6ND comes from ---------------------------------------------------------------------
+forward_flops = 2 * N_act
+"""Forward FLOPs per token: one multiply and one add per active weight."""
+backward_flops = 2 * forward_flops
+"""Backward FLOPs per token: gradients with respect to activations and to weights, each a forward's worth."""
+pretraining_flops = models.TRAINING_FLOPS
+"""6 N D: (forward + backward) FLOPs per token, times the pre-training tokens."""
+
+def _tidy(expr):
+    """Gather powers (every symbol is positive): G (C/6)^a rather than a nest of roots."""
+    return sp.powsimp(sp.powdenest(sp.expand_power_base(expr, force=True), force=True), force=True)
+
+
+# --- the equal-cost heuristic and its exact form -------------------------------------------------
+heuristic_f = a * x**p + b * x**-q
+"""A rising cost plus a falling one; the lecture's a x + b/x is p = q = 1."""
+heuristic_x_min = sp.solve(sp.diff(heuristic_f, x), x)[0]
+heuristic_term_ratio = sp.simplify((a * x**p / (b * x**-q)).subs(x, heuristic_x_min))
+"""Rising term over falling term at the minimum: q/p, so "equal costs" is exact only when p = q."""
+heuristic_x_equal = sp.solve(sp.Eq(a * x**p, b * x**-q), x)[0]
+heuristic_penalty_expr = sp.simplify(_tidy(heuristic_f.subs(x, heuristic_x_equal)
+                                           / heuristic_f.subs(x, heuristic_x_min)))
+"""f at the equal-cost guess over the true minimum: 2 p^(p/(p+q)) q^(q/(p+q)) / (p + q), a weighted
+geometric mean over the arithmetic mean of p and q, so never below 1 and free of a and b."""
+
+# --- the Chinchilla loss and its compute-optimal frontier -----------------------------------------
+parameter_term = A / N_act**alpha
+data_term = B_0 / D**beta
+loss_expr = E_0 + parameter_term + data_term
+"""Hoffmann et al. (2022) eq. (2): irreducible loss + finite-model term + finite-data term."""
+
+# On the iso-FLOP line D = C/(6N) the data term rises with N as B0 (6/C)^beta N^beta and the
+# parameter term falls as A N^-alpha: the heuristic's f with x = N, p = beta, q = alpha
+# (tests/test_scaling.py checks the substitution).
+_ISO_FLOP = {a: B_0 * (6 / C_train)**beta, p: beta, b: A, q: alpha}
+n_star = _tidy(heuristic_x_min.subs(_ISO_FLOP))
+"""N*(C): the parameter count minimising the loss on the iso-FLOP line 6 N D = C."""
+d_star = _tidy(C_train / (6 * n_star))
+"""D*(C) = C / (6 N*)."""
+tokens_per_param_star = _tidy(d_star / n_star)
+"""D*/N* on the frontier: constant only when alpha = beta."""
+frontier_term_ratio = heuristic_term_ratio.subs(_ISO_FLOP)
+"""Data term over parameter term on the frontier: alpha/beta."""
+frontier_tokens = sp.solve(sp.Eq(data_term, frontier_term_ratio * parameter_term), D)[0]
+"""D on the frontier for a model of N parameters: the tokens that make N compute-optimal."""
+
+# --- a fixed loss, parametrised by how the reducible loss is shared ------------------------------
+# u is the parameter term's share of ell - E0, so N and D follow from u alone and every point of the
+# curve L(N, D) = ell is one u in (0, 1). v stands for 1 - u, kept apart so that u near 1 keeps its
+# precision when NumPy evaluates it.
+v = sp.Symbol("v", positive=True)
+n_of_u = (A / (u * (ell - E_0)))**(1 / alpha)
+d_of_u = (B_0 / (v * (ell - E_0)))**(1 / beta)
+u_compute_optimal = sp.simplify(1 / (1 + frontier_term_ratio))
+"""The share beta/(alpha + beta) on the frontier, which also minimises 6 N D at a fixed loss."""
+
+rl_flops = kappa * N_act * D_RL / eta_RL
+"""RL: rollouts generated (2 per parameter per token) and partly trained on, kappa in [2, 6]."""
+inference_flops = forward_flops * D_inf / eta_inf
+"""Serving: a forward pass per token, at a lower efficiency than training (decode is memory bound)."""
+lifetime_flops_expr = pretraining_flops + rl_flops + inference_flops
+
+_K = sp.Symbol("K", positive=True)
+"""RL + inference FLOPs per parameter: they cost K N whatever D_pre is."""
+_linear_in_n = sp.expand((rl_flops + inference_flops) / N_act)
+"""FLOPs per parameter that do not depend on D_pre: the RL and inference terms."""
+_cost_of_u = (pretraining_flops + _K * N_act).subs({N_act: n_of_u, D: d_of_u})
+_slope = sp.diff(_cost_of_u, u) - sp.diff(_cost_of_u, v)
+"""d cost / du along the curve (v = 1 - u): linear in K, zero at the optimum."""
+per_param_cost_at_optimum = sp.simplify(-_slope.subs(_K, 0) / sp.diff(_slope, _K))
+"""The RL + inference FLOPs per parameter (K) for which the share u is the lifetime optimum."""
+cost_ratio_at_optimum = sp.simplify((per_param_cost_at_optimum * N_act / pretraining_flops)
+                                    .subs({N_act: n_of_u, D: d_of_u}).subs(v, 1 - u))
+"""(RL + inference FLOPs) / pre-training FLOPs at the lifetime optimum: alpha u/(beta (1-u)) - 1."""
+
+# --- the lecture's thirds ------------------------------------------------------------------------
+_equal = sp.solve([sp.Eq(pretraining_flops, rl_flops), sp.Eq(pretraining_flops, inference_flops)],
+                  [D_RL, D_inf], dict=True)[0]
+split_rl = sp.simplify(D / _equal[D_RL])
+"""D_pre/D_RL when pre-training and RL cost the same: kappa / (6 eta_RL)."""
+split_inf = sp.simplify(D / _equal[D_inf])
+"""D_pre/D_inf when pre-training and inference cost the same: 1 / (3 eta_inf)."""
+
+# --- numeric functions --------------------------------------------------------------------------
+_FIT_ARGS = (E_0, A, B_0, alpha, beta)
+_loss = sp.lambdify((N_act, D) + _FIT_ARGS, loss_expr)
+_n_star = sp.lambdify((C_train,) + _FIT_ARGS, n_star)
+_frontier_tokens = sp.lambdify((N_act,) + _FIT_ARGS, frontier_tokens)
+_n_of_u = sp.lambdify((u, ell) + _FIT_ARGS, n_of_u)
+_d_of_u = sp.lambdify((v, ell) + _FIT_ARGS, d_of_u)
+_per_param = sp.lambdify((u, v, ell) + _FIT_ARGS, per_param_cost_at_optimum)
+_penalty = sp.lambdify((p, q), heuristic_penalty_expr)
+
+
+def _scalar_or_array(value):
+    return float(value) if np.ndim(value) == 0 else value
+
+
+def get_fit(fit: str | Fit = "hoffmann") -> Fit:
+    """The published fit called ``fit`` (``hoffmann``, ``hoffmann-rounded``, ``epoch``)."""
+    if isinstance(fit, Fit):
+        return fit
+    return lookup("fit", fit, FITS, param="fit")
+
+
+def _constants(fit) -> tuple[float, ...]:
+    f = get_fit(fit)
+    return f.E0, f.A, f.B0, f.alpha, f.beta
+
+
+def loss(N, D, fit: str = "hoffmann"):
+    """Predicted pre-training loss in nats per token of a model of ``N`` parameters trained on
+    ``D`` tokens (NumPy arrays broadcast)."""
+    positive("N", N)
+    positive("D", D)
+    return _scalar_or_array(_loss(np.asarray(N, float), np.asarray(D, float), *_constants(fit)))
+
+
+def compute_optimal(C, fit: str = "hoffmann"):
+    """(N, D) minimising the loss at a training budget of ``C`` FLOPs, with 6 N D = C."""
+    positive("C", C)
+    n = _n_star(np.asarray(C, float), *_constants(fit))
+    return _scalar_or_array(n), _scalar_or_array(np.asarray(C, float) / (6 * n))
+
+
+def optimal_tokens(N, fit: str = "hoffmann"):
+    """Training tokens that put a model of ``N`` parameters on the fit's compute-optimal frontier."""
+    positive("N", N)
+    return _scalar_or_array(_frontier_tokens(np.asarray(N, float), *_constants(fit)))
+
+
+def _check_target(target_loss, fit) -> None:
+    positive("target_loss", target_loss)
+    f = get_fit(fit)
+    if np.any(np.asarray(target_loss, float) <= f.E0):
+        raise ChalkError(f"target_loss must be > {f.E0:g}, the irreducible loss E0 of fit {f.name!r} "
+                         f"(no finite model reaches it), got {target_loss!r}")
+
+
+def loss_optimal(target_loss, fit: str = "hoffmann"):
+    """(N, D) reaching ``target_loss`` with the fewest training FLOPs: the frontier seen from the loss."""
+    _check_target(target_loss, fit)
+    c = _constants(fit)
+    share = float(u_compute_optimal.subs({alpha: c[3], beta: c[4]}))
+    target = np.asarray(target_loss, float)
+    return (_scalar_or_array(_n_of_u(share, target, *c)), _scalar_or_array(_d_of_u(1 - share, target, *c)))
+
+
+def _efficiency(name: str, value):
+    positive(name, value)
+    return in_range(name, value, 0, 1)
+
+
+_LIFE_ARGS = (N_act, D, D_inf, eta_inf, D_RL, kappa, eta_RL)
+_phases = [sp.lambdify(_LIFE_ARGS, e) for e in (pretraining_flops, rl_flops, inference_flops)]
+_linear = sp.lambdify(_LIFE_ARGS[2:], _linear_in_n)
+
+
+def _check_use(inference_tokens, inference_efficiency, rl_tokens, rl_flops_per_param_token, rl_efficiency):
+    """Check the RL and inference inputs and return them as arrays, in ``_LIFE_ARGS`` order."""
+    positive("inference_tokens", inference_tokens)
+    _efficiency("inference_efficiency", inference_efficiency)
+    non_negative("rl_tokens", rl_tokens)
+    in_range("rl_flops_per_param_token", rl_flops_per_param_token, 2, 6)
+    _efficiency("rl_efficiency", rl_efficiency)
+    return tuple(np.asarray(v, float) for v in (inference_tokens, inference_efficiency, rl_tokens,
+                                                 rl_flops_per_param_token, rl_efficiency))
+
+
+class Lifetime(NamedTuple):
+    """FLOPs over a model's life, split by phase."""
+    pretraining: float
+    rl: float
+    inference: float
+
+    @property
+    def total(self):
+        return self.pretraining + self.rl + self.inference
+
+
+def lifetime_flops(N, D_pre, inference_tokens, inference_efficiency=1.0, *, rl_tokens=0.0,
+                   rl_flops_per_param_token=LECTURE["rl_flops_per_param_token"], rl_efficiency=1.0) -> Lifetime:
+    """Pre-training, RL and inference FLOPs of a model of ``N`` active parameters: 6 N D_pre,
+    kappa N D_RL / eta_RL and 2 N D_inf / eta_inf. Efficiencies are relative to pre-training's."""
+    positive("N", N)
+    positive("D_pre", D_pre)
+    use = _check_use(inference_tokens, inference_efficiency, rl_tokens, rl_flops_per_param_token, rl_efficiency)
+    args = (np.asarray(N, float), np.asarray(D_pre, float)) + use
+    return Lifetime(*(_scalar_or_array(phase(*args) * np.ones(np.broadcast(*args).shape)) for phase in _phases))
+
+
+def _bisect(f, lo, hi, steps: int = 100):
+    """The root of ``f``, increasing from negative at ``lo`` to positive at ``hi`` (arrays elementwise)."""
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        above = f(mid) > 0
+        lo, hi = np.where(above, lo, mid), np.where(above, mid, hi)
+    return (lo + hi) / 2
+
+
+_T_MAX = 36.0
+"""Upper end of the search in t = log(u/(1-u)): 1 - u = 2e-16, where D outgrows any budget."""
+
+
+def lifetime_optimal(target_loss, inference_tokens, fit: str = "hoffmann", inference_efficiency=1.0, *,
+                     rl_tokens=0.0, rl_flops_per_param_token=LECTURE["rl_flops_per_param_token"],
+                     rl_efficiency=1.0):
+    """(N, D_pre, total FLOPs) reaching ``target_loss`` with the fewest lifetime FLOPs
+    6 N D_pre + kappa N D_RL / eta_RL + 2 N D_inf / eta_inf (Sardana et al. 2024, with RL added).
+
+    RL and inference cost K FLOPs per parameter whatever D_pre is, so the optimum is the share u of
+    the reducible loss in the parameter term at which the stationarity condition gives that K. K
+    rises with u from 0 at Chinchilla's u = beta/(alpha + beta), so the root is found by bisection
+    on t = log(u/(1 - u)). Broadcasts over array inputs.
+    """
+    _check_target(target_loss, fit)
+    use = _check_use(inference_tokens, inference_efficiency, rl_tokens, rl_flops_per_param_token, rl_efficiency)
+    c = _constants(fit)
+    target = np.asarray(target_loss, float)
+    per_param = _linear(*use)
+
+    def excess(t):
+        return _per_param(1 / (1 + np.exp(-t)), 1 / (1 + np.exp(t)), target, *c) - per_param
+
+    start = float(u_compute_optimal.subs({alpha: c[3], beta: c[4]}))
+    lo = np.full(np.broadcast(target, per_param).shape, np.log(start / (1 - start)))
+    t = _bisect(excess, lo, np.full_like(lo, _T_MAX))
+    n = _n_of_u(1 / (1 + np.exp(-t)), target, *c)
+    d_pre = _d_of_u(1 / (1 + np.exp(t)), target, *c)
+    total = lifetime_flops(n, d_pre, *use[:2], rl_tokens=use[2], rl_flops_per_param_token=use[3],
+                           rl_efficiency=use[4]).total
+    return _scalar_or_array(n), _scalar_or_array(d_pre), _scalar_or_array(total)
+
+
+def token_split(rl_flops_per_param_token=LECTURE["rl_flops_per_param_token"],
+                rl_inefficiency=LECTURE["rl_inefficiency"], inference_inefficiency=LECTURE["inference_inefficiency"]):
+    """(D_pre/D_RL, D_pre/D_inf) when pre-training, RL and inference cost the same: the lecture's
+    thirds. Inefficiencies are 1/eta (3 = a third of pre-training's efficiency); the lecture's
+    inputs give (1.5, 1)."""
+    in_range("rl_flops_per_param_token", rl_flops_per_param_token, 2, 6)
+    for name, value in (("rl_inefficiency", rl_inefficiency), ("inference_inefficiency", inference_inefficiency)):
+        positive(name, value)
+        in_range(name, value, 1, np.inf)
+    values = {kappa: rl_flops_per_param_token, eta_RL: 1 / rl_inefficiency, eta_inf: 1 / inference_inefficiency}
+    return float(split_rl.subs(values)), float(split_inf.subs(values))
+
+
+def served_tokens(tokens_per_second, days):
+    """Tokens served at ``tokens_per_second`` for ``days``: the lecture's D_inf."""
+    positive("tokens_per_second", tokens_per_second)
+    positive("days", days)
+    return _scalar_or_array(np.asarray(tokens_per_second, float) * np.asarray(days, float) * SECONDS_PER_DAY)
+
+
+def overtraining_ratio(N, D, tokens_per_param=LECTURE["tokens_per_param"]):
+    """D over the tokens a rule of ``tokens_per_param`` per parameter asks for: the lecture's "100x"."""
+    positive("N", N)
+    positive("D", D)
+    positive("tokens_per_param", tokens_per_param)
+    return _scalar_or_array(np.asarray(D, float) / (np.asarray(tokens_per_param, float) * np.asarray(N, float)))
+
+
+def heuristic_penalty(p_rise, q_fall):
+    """How much the equal-cost guess overpays: f(x where the terms are equal) / f(x at the minimum)
+    for f = a x^p + b x^-q; 1 exactly when p = q, whatever a and b."""
+    positive("p_rise", p_rise)
+    positive("q_fall", q_fall)
+    return _scalar_or_array(_penalty(np.asarray(p_rise, float), np.asarray(q_fall, float)))
+
+
+class Overtraining(NamedTuple):
+    """One catalog model's training tokens against Chinchilla's."""
+    model: str
+    active_params: float
+    total_params: float
+    tokens: float
+    tokens_per_param: float
+    vs_rule: float
+    """D / (20 N_act): the lecture's measure."""
+    vs_fit: float
+    """D / D_opt(N_act) under the fit: how far past its own frontier."""
+
+
+def catalog_overtraining(fit: str = "hoffmann") -> list[Overtraining]:
+    """Every catalog model with reported training tokens, measured against Chinchilla (active parameters)."""
+    get_fit(fit)
+    rows = []
+    for m in models.catalog_models().values():
+        if m.training_tokens is None:
+            continue
+        n, d = m.active_params, m.training_tokens
+        rows.append(Overtraining(m.name, n, m.total_params, d, d / n, overtraining_ratio(n, d),
+                                 d / optimal_tokens(n, fit)))
+    return rows
