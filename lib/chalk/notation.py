@@ -68,6 +68,43 @@ L_star = _sym(r"L^\star")
 T_hold = _sym(r"T_\text{hold}")
 T = _sym("T")
 lam = _sym(r"\lambda")
+ell = _sym(r"\ell")
+E_0 = _sym("E_0")
+A = _sym("A")
+B_0 = _sym("B_0")
+alpha = _sym(r"\alpha")
+beta = _sym(r"\beta")
+C_train = _sym(r"C_\text{train}")
+D_RL = _sym(r"D_\text{RL}")
+D_inf = _sym(r"D_\text{inf}")
+kappa = _sym(r"\kappa")
+eta_RL = _sym(r"\eta_\text{RL}")
+eta_inf = _sym(r"\eta_\text{inf}")
+u = _sym("u")
+x = _sym("x")
+a = _sym("a")
+b = _sym("b")
+p = _sym("p")
+q = _sym("q")
+n_tok = _sym(r"n_\text{tok}")
+b_act = _sym(r"b_\text{act}")
+n_bits = _sym(r"n_\text{bits}")
+n_exp = _sym(r"n_\text{exp}")
+n_red = _sym(r"n_\text{red}")
+n_step = _sym(r"n_\text{step}")
+W_up = _sym(r"W_\text{up}")
+W_out = _sym(r"W_\text{out}")
+z_E = _sym("z_E")
+n_sh = _sym(r"n_\text{sh}")
+v = _sym("v")
+L_stage = _sym(r"L_\text{stage}")
+t_F = _sym("t_F")
+t_B = _sym("t_B")
+rho = _sym(r"\rho")
+n_DP = _sym(r"n_\text{DP}")
+n_TP = _sym(r"n_\text{TP}")
+n_CP = _sym(r"n_\text{CP}")
+b_g = _sym("b_g")
 
 TABLE: tuple[Entry, ...] = (
     Entry(B, "batch: sequences in one decode step (one new token each)", "sequences"),
@@ -118,6 +155,43 @@ TABLE: tuple[Entry, ...] = (
     Entry(T_hold, "how long a provider holds a prompt cache", "s"),
     Entry(T, "interval between departing decode steps (the train timetable)", "s"),
     Entry(lam, "arrival rate of new requests", "requests/s"),
+    Entry(ell, "pre-training loss (cross-entropy), or the loss a model must reach", "nats/token"),
+    Entry(E_0, "Chinchilla fit: irreducible loss, the entropy of text", "nats/token"),
+    Entry(A, "Chinchilla fit: coefficient of the parameter term $A/N^\\alpha$", "nats/token"),
+    Entry(B_0, "Chinchilla fit: coefficient of the data term $B_0/D^\\beta$", "nats/token"),
+    Entry(alpha, "Chinchilla fit: exponent of the parameter term", "–"),
+    Entry(beta, "Chinchilla fit: exponent of the data term", "–"),
+    Entry(C_train, r"training compute budget, $6 N_\text{act} D$", "FLOP"),
+    Entry(D_RL, "tokens generated in RL rollouts", "tokens"),
+    Entry(D_inf, "tokens served over the model's life (inference)", "tokens"),
+    Entry(kappa, "RL FLOPs per active parameter per rollout token: 2 (generate only) to 6 (train on all)", "FLOP"),
+    Entry(eta_RL, "efficiency of RL machine time relative to pre-training (1 = as efficient)", "–"),
+    Entry(eta_inf, "efficiency of inference machine time relative to pre-training (1 = as efficient)", "–"),
+    Entry(u, r"share of the reducible loss $\ell - E_0$ in the parameter term $A/N^\alpha$", "–"),
+    Entry(x, "equal-cost heuristic: the quantity traded off (for example $N$)", "–"),
+    Entry(a, r"equal-cost heuristic: coefficient of the rising cost $a x^p$", "–"),
+    Entry(b, r"equal-cost heuristic: coefficient of the falling cost $b x^{-q}$", "–"),
+    Entry(p, "equal-cost heuristic: exponent of the rising cost", "–"),
+    Entry(q, "equal-cost heuristic: exponent of the falling cost", "–"),
+    Entry(n_tok, "tokens in one training micro-batch (sequences × sequence length)", "tokens"),
+    Entry(b_act, "bytes per stored activation element (BF16 2, FP32 4)", "B"),
+    Entry(n_bits, "bits in one cipher block", "bits"),
+    Entry(n_exp, "routed experts in one MoE layer", "–"),
+    Entry(n_red, "redundant expert copies placed beside the routed experts (hot experts served twice)", "–"),
+    Entry(n_step, "tokens one forward step pushes through an MoE layer, over all its chips ($B n$)", "tokens"),
+    Entry(W_up, "scale-up bandwidth of one chip (NVLink, ICI), per direction", "B/s"),
+    Entry(W_out, "scale-out bandwidth of one chip (its NIC or data-centre share), per direction", "B/s"),
+    Entry(z_E, "expected largest of $E$ independent standard normal draws", "–"),
+    Entry(n_sh, "shared experts in one MoE layer, which every token passes through", "–"),
+    Entry(v, "model chunks per device in an interleaved pipeline schedule (1 = not interleaved)", "–"),
+    Entry(L_stage, "MoE layers in one pipeline stage", "–"),
+    Entry(t_F, "forward time of one micro-batch on one pipeline stage", "s"),
+    Entry(t_B, "backward time of one micro-batch on one pipeline stage", "s"),
+    Entry(rho, r"scale-up over scale-out bandwidth per chip, per direction: $W_\text{up}/W_\text{out}$", "–"),
+    Entry(n_DP, "data-parallel degree", "chips"),
+    Entry(n_TP, "tensor-parallel degree", "chips"),
+    Entry(n_CP, "context (sequence) parallel degree", "chips"),
+    Entry(b_g, "bytes per gradient element in the data-parallel all-reduce (BF16 2, FP32 4)", "B"),
 )
 
 

@@ -1,0 +1,629 @@
+"""Chapter 7: ciphers and reversible networks.
+
+Four pieces, in the order the chapter teaches them:
+
+* Mixing. A toy Feistel cipher over unsigned integers (vectorised: every function takes NumPy
+  arrays of blocks, uint64 arithmetic masked to ``width`` bits), its avalanche (one input bit
+  flipped, the fraction of output bits that flip) against the closed form for a random
+  permutation, and the sensitivity of a small residual network layer by layer.
+* Differences. The difference distribution table of an S-box and the best characteristic through
+  a small substitution-permutation network: differential cryptanalysis as a discrete derivative.
+* Invertibility. ``Coupling(f, g)``, the RevNet coupling, is invertible for any ``f`` and ``g``,
+  as a Feistel round is for any round function; ``round_trip_error`` measures what finite
+  precision does to the inverse over depth.
+* Memory. Activation bytes kept for the backward pass under three policies (store everything,
+  keep each layer's input and recompute the rest, reversible layers), the FLOPs that recomputation
+  adds to 6ND, and ``forward_tape``: a small NumPy transformer forward pass that keeps the arrays
+  each policy keeps, so the formulas can be checked against a byte count.
+"""
+import math
+from collections.abc import Callable
+
+import numpy as np
+import sympy as sp
+
+from .catalog import models
+from .catalog.models import TRAINING_FLOPS
+from .errors import ChalkError, lookup, non_negative, positive, positive_int
+from .notation import D, L, N_act, b_act, d_model, n_bits, n_heads, n_layers, n_tok
+
+# --- activation memory: formulas ---------------------------------------------------------------
+KEPT_PER_TOKEN = 16 * d_model * b_act + 2 * d_model
+"""Bytes one token keeps in one layer when every intermediate is stored (Korthikanti et al. 2022,
+arXiv 2205.05198, §4.1, for a GPT layer with a 4 d_model MLP and dropout): 16 d_model activation
+elements (layer-norm inputs 2, QKV input 1, Q K V 3, attention output 1, MLP input 1, GeLU input
+4, GeLU output 4) plus two dropout masks of one byte per element. With b_act = 2 this is the
+paper's 34 d_model."""
+
+KEPT_PER_SCORE = 2 * b_act + 1
+"""Bytes per attention score a layer keeps when it stores the score matrices: the softmax output,
+its dropout mask (1 byte) and the dropped-out probabilities. With b_act = 2 this is the paper's 5."""
+
+SCORE_ELEMENTS = n_tok * n_heads * L
+"""Attention scores of one layer: each of n_tok tokens against the L tokens of its sequence, per
+head. Memory-efficient (flash) attention recomputes them instead and keeps none."""
+
+ACTIVATION_BYTES = {
+    "full": n_layers * (n_tok * KEPT_PER_TOKEN + SCORE_ELEMENTS * KEPT_PER_SCORE),
+    # Only each layer's input survives the forward pass; the backward recomputes the rest one
+    # layer at a time.
+    "block": n_layers * n_tok * d_model * b_act,
+    # Only the last layer's output pair (y1, y2) survives, each n_tok x d_model as in the Reformer's
+    # reversible transformer; every earlier layer's input is recovered by inverting the couplings.
+    "reversible": 2 * n_tok * d_model * b_act,
+}
+"""Activation bytes kept for the backward pass, by policy. Transient memory of the one layer whose
+backward is running is left out: it is the same for "block" and "reversible"."""
+POLICIES = tuple(ACTIVATION_BYTES)
+
+FORWARD_FLOPS = TRAINING_FLOPS / 3
+"""One forward pass over D tokens, 2 N D: the forward is 2 of the 6 in 6ND, the backward the other 4."""
+RECOMPUTE_FLOPS = {"full": sp.Integer(0), "block": FORWARD_FLOPS, "reversible": FORWARD_FLOPS}
+"""Extra FLOPs of a training run: "block" recomputes every layer from its input, "reversible"
+recomputes every layer's input by inversion and its intermediates with it; one forward either way."""
+TRAINING_FLOPS_BY_POLICY = {p: TRAINING_FLOPS + extra for p, extra in RECOMPUTE_FLOPS.items()}
+"""6ND plus recomputation: 8ND with block rematerialisation or reversible layers."""
+RECOMPUTE_OVERHEAD = {p: sp.simplify(extra / TRAINING_FLOPS) for p, extra in RECOMPUTE_FLOPS.items()}
+"""Extra FLOPs over a plain 6ND step: 0 or 1/3."""
+
+_ACT_ARGS = (n_tok, d_model, n_layers, b_act, n_heads, L)
+numeric = {f"activation_bytes_{p}": sp.lambdify(_ACT_ARGS, e) for p, e in ACTIVATION_BYTES.items()}
+numeric["score_elements"] = sp.lambdify((n_tok, n_heads, L), SCORE_ELEMENTS)
+numeric |= {f"training_flops_{p}": sp.lambdify((N_act, D), e) for p, e in TRAINING_FLOPS_BY_POLICY.items()}
+"""Vectorised NumPy versions of the memory and FLOP formulas."""
+
+# --- ciphers: closed form --------------------------------------------------------------------------
+RANDOM_PERMUTATION_FLIP = 2 ** (n_bits - 1) / (2 ** n_bits - 1)
+"""Expected fraction of output bits that flip when one input bit flips, for a uniformly random
+permutation of n_bits-bit blocks: the new output is uniform over the 2^n - 1 other blocks, and
+of those, n 2^(n-1) / (2^n - 1) bits differ on average. It tends to 1/2 from above."""
+
+
+def random_permutation_flip_pmf(bits: int) -> np.ndarray:
+    """P(k output bits flip), k = 0..bits, for a random permutation: C(n, k) / (2^n - 1), k >= 1."""
+    bits = positive_int("bits", bits)
+    counts = np.array([math.comb(bits, k) for k in range(bits + 1)], dtype=float)
+    counts[0] = 0.0
+    return counts / (2.0 ** bits - 1)
+
+
+# --- bit arithmetic ------------------------------------------------------------------------------
+_U64 = np.uint64
+_MAX_WIDTH = 64
+
+
+def _check_width(width) -> int:
+    width = positive_int("width", width)
+    if width % 2 or width > _MAX_WIDTH:
+        raise ChalkError(f"width must be an even number of bits from 2 to {_MAX_WIDTH}, got {width!r}")
+    return width
+
+
+def _mask(bits: int) -> np.uint64:
+    return _U64((1 << bits) - 1)
+
+
+def _as_blocks(name: str, value, bits: int) -> np.ndarray:
+    """``value`` as a uint64 array, checked to hold whole numbers in [0, 2^bits)."""
+    arr = np.asarray(value)
+    if arr.dtype.kind == "u":
+        arr = arr.astype(_U64)
+    elif arr.dtype.kind in "ib":
+        if np.any(arr < 0):
+            raise ChalkError(f"{name} must be between 0 and 2^{bits} - 1, got {value!r}")
+        arr = arr.astype(_U64)
+    elif arr.dtype == object and all(isinstance(v, int) and 0 <= v < 2 ** 64 for v in arr.flat):
+        arr = arr.astype(_U64)
+    else:
+        raise ChalkError(f"{name} must be unsigned whole numbers (a Python int or a NumPy integer "
+                         f"array), got {value!r}")
+    if bits < _MAX_WIDTH and np.any(arr > _mask(bits)):
+        raise ChalkError(f"{name} must be between 0 and 2^{bits} - 1 (width {bits} bits), got {value!r}")
+    return arr
+
+
+def _rotl(x: np.ndarray, shift: int, bits: int) -> np.ndarray:
+    shift %= bits
+    if shift == 0:
+        return x
+    return ((x << _U64(shift)) | (x >> _U64(bits - shift))) & _mask(bits)
+
+
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    """A fixed 64-bit mixer (Steele et al.'s SplitMix64 finaliser): spreads a key into round keys."""
+    x = (x + _U64(0x9E3779B97F4A7C15)) & _mask(64)
+    x = ((x ^ (x >> _U64(30))) * _U64(0xBF58476D1CE4E5B9))
+    x = ((x ^ (x >> _U64(27))) * _U64(0x94D049BB133111EB))
+    return x ^ (x >> _U64(31))
+
+
+def popcount(x) -> np.ndarray:
+    """Number of set bits of each element of a uint64 array."""
+    return np.bitwise_count(np.asarray(x, dtype=_U64)).astype(np.int64)
+
+
+# --- round functions -----------------------------------------------------------------------------
+HEYS_SBOX = (0xE, 0x4, 0xD, 0x1, 0x2, 0xF, 0xB, 0x8, 0x3, 0xA, 0x6, 0xC, 0x5, 0x9, 0x0, 0x7)
+"""The 4-bit S-box of Heys' tutorial cipher (H. M. Heys, "A Tutorial on Linear and Differential
+Cryptanalysis", Cryptologia 26(3), 2002, Table 1; the first row of DES's S1)."""
+HEYS_PBOX = (0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15)
+"""Heys' bit permutation (Table 2): input bit i goes to output bit ``HEYS_PBOX[i]``, bits numbered
+from 0 at the most significant end of the 16-bit block."""
+
+
+def _middle_square(r, k, half):
+    # Keeping only the middle bits of the product throws the rest away, so F is many-to-one (not
+    # invertible), and those bits depend nonlinearly on every bit of t.
+    t = r ^ k
+    return ((t * (t | _U64(1))) >> _U64(half // 2)) & _mask(half)
+
+
+def _sbox_layer(r, k, half):
+    table = np.array(HEYS_SBOX, dtype=_U64)
+    t, out = r ^ k, np.zeros_like(r)
+    for shift in range(0, half, 4):
+        out |= table[((t >> _U64(shift)) & _U64(0xF)).astype(np.intp)] << _U64(shift)
+    return out
+
+
+def _linear(r, k, half):
+    return r ^ _rotl(r, 1, half) ^ k
+
+
+ROUND_FUNCTIONS: dict[str, Callable] = {
+    "middle-square": _middle_square,
+    "sbox": _sbox_layer,
+    "linear": _linear,
+}
+"""Round functions F(r, k, half_width) on uint64 arrays of ``half_width``-bit halves.
+
+* "middle-square": the middle bits of t (t | 1), t = r XOR k; nonlinear and not invertible.
+* "sbox": Heys' S-box on each 4-bit nibble of r XOR k (half width a multiple of 4); nonlinear but
+  with no spreading between nibbles, and the round function of the differential worked example.
+* "linear": r XOR rotl(r, 1) XOR k; affine over GF(2), so the whole cipher is: each input bit
+  flips a fixed set of output bits whatever the block and key (an avalanche matrix of only 0s and
+  1s), and every difference propagates with probability 1.
+"""
+
+
+def _round_function(round_function, half: int) -> Callable:
+    if callable(round_function):
+        return round_function
+    if not isinstance(round_function, str):
+        raise ChalkError(f"round_function must be a name or a callable, got {round_function!r}")
+    fn = lookup("round function", round_function, ROUND_FUNCTIONS, param="round_function")
+    if fn is _sbox_layer and half % 4:
+        raise ChalkError(f"round_function 'sbox' needs width a multiple of 8 (4-bit nibbles per half), "
+                         f"got width {2 * half}")
+    return fn
+
+
+def round_keys(key, rounds: int, half: int) -> list[np.ndarray]:
+    """The ``rounds`` subkeys of ``half`` bits each derived from ``key`` (arrays broadcast)."""
+    with np.errstate(over="ignore"):
+        return [_splitmix64(key ^ _U64(i * 0x632BE59BD9B4E019 & (2 ** 64 - 1))) & _mask(half)
+                for i in range(rounds)]
+
+
+def _feistel(block, key, rounds, width, round_function, decrypt: bool):
+    width = _check_width(width)
+    rounds = positive_int("rounds", rounds)
+    half = width // 2
+    fn = _round_function(round_function, half)
+    x = _as_blocks("block", block, width)
+    k = _as_blocks("key", key, _MAX_WIDTH)
+    left, right = x >> _U64(half), x & _mask(half)
+    keys = round_keys(k, rounds, half)
+    with np.errstate(over="ignore"):
+        if decrypt:
+            for sub in reversed(keys):
+                left, right = right ^ (fn(left, sub, half) & _mask(half)), left
+        else:
+            for sub in keys:
+                left, right = right, left ^ (fn(right, sub, half) & _mask(half))
+    out = (left << _U64(half)) | right
+    return int(out) if np.ndim(out) == 0 and isinstance(block, int) else out
+
+
+def feistel_encrypt(block, key, rounds: int = 8, width: int = 32, round_function="middle-square"):
+    """Encrypt ``width``-bit blocks: ``rounds`` rounds of (L, R) -> (R, L XOR F(R, k_i)).
+
+    ``block`` and ``key`` are unsigned integers or NumPy integer arrays (broadcast together); a
+    Python int block gives a Python int back. ``round_function`` is a name in ``ROUND_FUNCTIONS``
+    or any callable F(r, k, half_width) on uint64 arrays; it need not be invertible.
+    """
+    return _feistel(block, key, rounds, width, round_function, decrypt=False)
+
+
+def feistel_decrypt(block, key, rounds: int = 8, width: int = 32, round_function="middle-square"):
+    """Invert ``feistel_encrypt``: the same rounds with the subkeys in reverse order, F never inverted."""
+    return _feistel(block, key, rounds, width, round_function, decrypt=True)
+
+
+# --- avalanche -------------------------------------------------------------------------------------
+def _random_blocks(rng, size: int) -> np.ndarray:
+    return rng.integers(0, np.iinfo(_U64).max, size=size, dtype=_U64, endpoint=True)
+
+
+def _flips(function, n_bits: int, samples: int, seed: int, bit=None):
+    """(input bit flipped, output XOR) over ``samples`` random inputs; ``bit`` fixed or random."""
+    n_bits = positive_int("n_bits", n_bits)
+    if n_bits > _MAX_WIDTH:
+        raise ChalkError(f"n_bits must be between 1 and {_MAX_WIDTH}, got {n_bits!r}")
+    samples = positive_int("samples", samples)
+    rng = np.random.default_rng(seed)
+    x = _random_blocks(rng, samples) & _mask(n_bits)
+    j = rng.integers(0, n_bits, size=samples) if bit is None else np.full(samples, bit)
+    y0 = np.asarray(function(x), dtype=_U64)
+    y1 = np.asarray(function(x ^ (_U64(1) << j.astype(_U64))), dtype=_U64)
+    if y0.shape != x.shape:
+        raise ChalkError(f"function must map an array of {samples} blocks to {samples} blocks, "
+                         f"got shape {y0.shape}")
+    return j, y0 ^ y1
+
+
+def avalanche(function: Callable, n_bits: int, samples: int = 1000, seed: int = 0) -> float:
+    """Mean fraction of the ``n_bits`` output bits that flip when one random input bit flips.
+
+    ``function`` maps a uint64 array of n_bits-bit blocks to an array of the same shape. A random
+    permutation scores ``RANDOM_PERMUTATION_FLIP`` (about 1/2).
+    """
+    _, diff = _flips(function, n_bits, samples, seed)
+    return float(popcount(diff).mean() / n_bits)
+
+
+def avalanche_matrix(function: Callable, n_bits: int, samples: int = 1000, seed: int = 0) -> np.ndarray:
+    """P(output bit j flips | input bit i flipped), an n_bits x n_bits array, ``samples`` inputs per row.
+
+    Bit 0 is the least significant. An ideal cipher has every entry near 1/2 (the strict avalanche
+    criterion); its mean is what ``avalanche`` estimates.
+    """
+    bits = np.arange(positive_int("n_bits", n_bits), dtype=_U64)
+    rows = []
+    for i in range(n_bits):
+        _, diff = _flips(function, n_bits, samples, seed + i, bit=i)
+        rows.append(((diff[:, None] >> bits) & _U64(1)).mean(axis=0))
+    return np.array(rows)
+
+
+def feistel_avalanche_by_round(rounds: int, width: int = 32, round_function="middle-square",
+                               samples: int = 1000, seed: int = 0, key: int = 0x0123456789ABCDEF) -> np.ndarray:
+    """``avalanche`` of the Feistel cipher after 1, 2, ..., ``rounds`` rounds."""
+    rounds = positive_int("rounds", rounds)
+    return np.array([avalanche(lambda x, r=r: feistel_encrypt(x, key, r, width, round_function),
+                               width, samples, seed) for r in range(1, rounds + 1)])
+
+
+# --- differences -----------------------------------------------------------------------------------
+def _check_sbox(sbox) -> np.ndarray:
+    table = np.asarray(sbox)
+    size = table.size
+    if table.ndim != 1 or size < 2 or size & (size - 1) or table.dtype.kind not in "iu":
+        raise ChalkError(f"sbox must be a 1-D integer table whose length is a power of 2, got {sbox!r}")
+    if np.any(table < 0):
+        raise ChalkError("sbox entries must be >= 0")
+    return table.astype(np.int64)
+
+
+def difference_table(sbox) -> np.ndarray:
+    """Difference distribution table: entry [a, b] counts inputs x with S(x) XOR S(x XOR a) = b.
+
+    The discrete derivative of the S-box: divided by the table length it is the probability that
+    input difference a becomes output difference b.
+    """
+    table = _check_sbox(sbox)
+    size, width = table.size, 1 << int(table.max()).bit_length()
+    x = np.arange(size)
+    out = np.zeros((size, width), dtype=np.int64)
+    for a in range(size):
+        np.add.at(out[a], table[x] ^ table[x ^ a], 1)
+    return out
+
+
+def _permute_bits(value: int, pbox, bits: int) -> int:
+    out = 0
+    for i, target in enumerate(pbox):
+        if value >> (bits - 1 - i) & 1:
+            out |= 1 << (bits - 1 - target)
+    return out
+
+
+def best_characteristic(input_difference: int, rounds: int, sbox=HEYS_SBOX, pbox=HEYS_PBOX):
+    """Follow a difference through ``rounds`` rounds of an S-box layer then a bit permutation.
+
+    At each active S-box the most probable output difference is taken (the first on ties), as in
+    Heys' worked characteristic. Returns (probability, differences): the product of the S-box
+    probabilities and the block difference entering each round and after the last.
+    """
+    table = _check_sbox(sbox)
+    ddt = difference_table(table)
+    box_bits = int(table.size).bit_length() - 1
+    bits = len(pbox)
+    if sorted(pbox) != list(range(bits)) or bits % box_bits:
+        raise ChalkError(f"pbox must be a permutation of 0..n-1 with n a multiple of {box_bits}, got {pbox!r}")
+    rounds = positive_int("rounds", rounds)
+    diff = _as_blocks("input_difference", input_difference, bits)
+    diff = int(diff)
+    probability, trail = 1.0, [diff]
+    for _ in range(rounds):
+        out = 0
+        for shift in range(0, bits, box_bits):
+            a = diff >> shift & (table.size - 1)
+            if a:
+                b = int(np.argmax(ddt[a]))
+                probability *= ddt[a, b] / table.size
+                out |= b << shift
+        diff = _permute_bits(out, pbox, bits)
+        trail.append(diff)
+    return probability, trail
+
+
+def feistel_differential(input_difference: int, output_difference: int, rounds: int, width: int = 8,
+                         round_function="sbox", samples: int = 100_000, seed: int = 0) -> float:
+    """Measured P(output difference | input difference) over random blocks and random keys."""
+    width = _check_width(width)
+    samples = positive_int("samples", samples)
+    d_in = _as_blocks("input_difference", input_difference, width)
+    d_out = _as_blocks("output_difference", output_difference, width)
+    rng = np.random.default_rng(seed)
+    x = _random_blocks(rng, samples) & _mask(width)
+    key = _random_blocks(rng, samples)
+    y0 = feistel_encrypt(x, key, rounds, width, round_function)
+    y1 = feistel_encrypt(x ^ d_in, key, rounds, width, round_function)
+    return float(np.mean((y0 ^ y1) == d_out))
+
+
+# --- networks --------------------------------------------------------------------------------------
+def mlp(width: int, hidden: int | None = None, scale: float = 1.0, seed: int = 0,
+        dtype="float64") -> Callable[[np.ndarray], np.ndarray]:
+    """A random two-layer perceptron x -> tanh(x W1) W2 on the last axis (width -> hidden -> width).
+
+    Weights are normal with variance scale^2 / fan-in, so ``scale`` sets the gain of the block.
+    Not invertible in general (hidden < width makes that certain): the F and G of a coupling.
+    """
+    width = positive_int("width", width)
+    hidden = positive_int("hidden", width if hidden is None else hidden)
+    positive("scale", scale)
+    dt = np.dtype(dtype)
+    if dt.kind != "f":
+        raise ChalkError(f"dtype must be a floating-point type (float16, float32, float64), got {dtype!r}")
+    rng = np.random.default_rng(seed)
+    w1 = (rng.standard_normal((width, hidden)) * scale / math.sqrt(width)).astype(dt)
+    w2 = (rng.standard_normal((hidden, width)) * scale / math.sqrt(hidden)).astype(dt)
+    return lambda x: np.tanh(x @ w1) @ w2
+
+
+class Coupling:
+    """The RevNet coupling (Gomez et al. 2017, arXiv 1707.04585, eqs. 6-7), invertible for any f, g.
+
+    forward: y1 = x1 + f(x2), y2 = x2 + g(y1); inverse: x2 = y2 - g(y1), x1 = y1 - f(x2). Neither
+    f nor g is ever inverted, only evaluated again: the Feistel construction with + for XOR.
+    """
+
+    def __init__(self, f: Callable, g: Callable):
+        for name, fn in (("f", f), ("g", g)):
+            if not callable(fn):
+                raise ChalkError(f"{name} must be a callable on NumPy arrays, got {fn!r}")
+        self.f, self.g = f, g
+
+    @staticmethod
+    def _apply(name: str, fn: Callable, arg, like):
+        out = np.asarray(fn(arg))
+        if out.shape != np.shape(like):
+            raise ChalkError(f"{name} must return an array shaped like its input {np.shape(like)}, "
+                             f"got {out.shape}")
+        return out
+
+    def forward(self, x1, x2):
+        y1 = x1 + self._apply("f", self.f, x2, x1)
+        y2 = x2 + self._apply("g", self.g, y1, x2)
+        return y1, y2
+
+    def inverse(self, y1, y2):
+        x2 = y2 - self._apply("g", self.g, y1, y2)
+        x1 = y1 - self._apply("f", self.f, x2, y1)
+        return x1, x2
+
+
+def reversible_stack(depth: int, width: int, scale: float = 1.0, seed: int = 0, dtype="float64") -> list[Coupling]:
+    """``depth`` couplings whose f and g are independent random ``mlp``s."""
+    depth = positive_int("depth", depth)
+    return [Coupling(mlp(width, scale=scale, seed=seed + 2 * i, dtype=dtype),
+                     mlp(width, scale=scale, seed=seed + 2 * i + 1, dtype=dtype)) for i in range(depth)]
+
+
+def round_trip_error(depth: int, width: int = 32, tokens: int = 16, scale: float = 1.0, seed: int = 0,
+                     dtype="float32") -> np.ndarray:
+    """Largest |x - inverse(forward(x))| / max|x| after 1, 2, ..., ``depth`` couplings, in ``dtype``.
+
+    Exact in real arithmetic; in floating point each y1 = x1 + f(x2) rounds, and x1 = y1 - f(x2)
+    cannot undo the rounding, so the error grows with depth (faster for larger ``scale``).
+    """
+    stack = reversible_stack(depth, width, scale, seed, dtype)
+    tokens = positive_int("tokens", tokens)
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((2, tokens, width)).astype(dtype)
+    states, errors = [(x[0], x[1])], []
+    for coupling in stack:
+        states.append(coupling.forward(*states[-1]))
+    with np.errstate(over="ignore", invalid="ignore"):
+        for d in range(1, depth + 1):
+            y1, y2 = states[d]
+            for coupling in reversed(stack[:d]):
+                y1, y2 = coupling.inverse(y1, y2)
+            err = max(np.max(np.abs(y1.astype(float) - x[0])), np.max(np.abs(y2.astype(float) - x[1])))
+            errors.append(err / np.max(np.abs(x)))
+    return np.array(errors)
+
+
+def residual_sensitivity(depth: int, width: int = 32, scale: float = 1.0, epsilon: float = 1e-6,
+                         seed: int = 0) -> np.ndarray:
+    """|h_l(x + d) - h_l(x)| / |d| for l = 0..depth, h_{l+1} = h_l + mlp_l(h_l), |d| = ``epsilon`` |x|.
+
+    The network's answer to a small change stays proportional to it, layer after layer (a useful
+    derivative); a cipher's answer to one flipped bit is half the block (``avalanche``).
+    """
+    depth = positive_int("depth", depth)
+    width = positive_int("width", width)
+    positive("epsilon", epsilon)
+    blocks = [mlp(width, scale=scale, seed=seed + i) for i in range(depth)]
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(width)
+    d = rng.standard_normal(width)
+    d *= epsilon * np.linalg.norm(x) / np.linalg.norm(d)
+    a, b, ratios = x, x + d, [1.0]
+    for block in blocks:
+        a, b = a + block(a), b + block(b)
+        ratios.append(np.linalg.norm(b - a) / np.linalg.norm(d))
+    return np.array(ratios)
+
+
+# --- activation memory and FLOPs -------------------------------------------------------------------
+def _policy(policy: str) -> str:
+    if not isinstance(policy, str):
+        raise ChalkError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
+    lookup("policy", policy, ACTIVATION_BYTES, param="policy")
+    return policy
+
+
+def activation_bytes(tokens, d_model, layers, policy: str = "block", bytes_per_element=2, *,
+                     heads=0, seq_len=0):
+    """Bytes of activations kept for the backward pass (``ACTIVATION_BYTES``; arrays broadcast).
+
+    "block": each layer's input, tokens x d_model x layers x bytes_per_element. "reversible": the
+    last layer's output pair, 2 tokens x d_model x bytes_per_element at any depth. "full": every
+    intermediate of a GPT layer as Korthikanti et al. (2022) count them (34 bytes per token per
+    d_model in BF16); pass ``heads`` and ``seq_len`` to add the stored attention-score matrices
+    (their 5 a s / h), leave them 0 for memory-efficient attention that keeps no scores.
+    """
+    policy = _policy(policy)
+    for name, value in (("tokens", tokens), ("d_model", d_model), ("layers", layers),
+                        ("bytes_per_element", bytes_per_element)):
+        positive(name, value)
+    non_negative("heads", heads)
+    non_negative("seq_len", seq_len)
+    args = (tokens, d_model, layers, bytes_per_element, heads, seq_len)
+    out = numeric[f"activation_bytes_{policy}"](*args) * np.ones(np.broadcast_shapes(*map(np.shape, args)))
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def activation_memory(model: str, tokens, policy: str = "block", bytes_per_element=2, seq_len=0):
+    """``activation_bytes`` for a catalog model's n_layers, d_model and query heads.
+
+    The "full" count is the GPT layer's (MHA, 4 d_model MLP); for GQA or gated-MLP models it is an
+    estimate of the same order. ``seq_len`` > 0 adds stored attention scores.
+    """
+    m = models.get(model)
+    return activation_bytes(tokens, m.d_model, m.n_layers, policy, bytes_per_element,
+                            heads=m.n_heads if seq_len else 0, seq_len=seq_len)
+
+
+def recompute_overhead(policy: str) -> float:
+    """Extra training FLOPs over a plain 6ND step: 0 for "full", 1/3 for "block" and "reversible"."""
+    return float(RECOMPUTE_OVERHEAD[_policy(policy)])
+
+
+def training_flops(params, tokens, policy: str = "full"):
+    """6 N D plus the recomputation of ``policy`` (8 N D for "block" and "reversible")."""
+    policy = _policy(policy)
+    positive("params", params)
+    positive("tokens", tokens)
+    out = numeric[f"training_flops_{policy}"](params, tokens)
+    return float(out) if np.ndim(out) == 0 else out
+
+
+# --- a forward pass that keeps what the backward pass needs ------------------------------------------
+_DROPOUT = 0.1
+
+
+def _layer_norm(x):
+    mu = x.mean(-1, keepdims=True, dtype=np.float32)
+    var = x.var(-1, keepdims=True, dtype=np.float32)
+    return ((x - mu) / np.sqrt(var + 1e-5)).astype(x.dtype)
+
+
+def _gelu(x):
+    return (0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))).astype(x.dtype)
+
+
+def _dropout(x, rng, keep):
+    mask = rng.random(x.shape) >= _DROPOUT
+    keep(mask)
+    return (x * mask / (1 - _DROPOUT)).astype(x.dtype)
+
+
+def _attention(x, w, heads, rng, keep):
+    """Causal multi-head self-attention with dropout; ``keep`` receives what its backward reads."""
+    b, s, h = x.shape
+    dh = h // heads
+    a = _layer_norm(x)
+    keep(a)
+    q, k, v = (a @ w[name] for name in ("q", "k", "v"))
+    for t in (q, k, v):
+        keep(t)
+    split = lambda t: t.reshape(b, s, heads, dh).transpose(0, 2, 1, 3)  # noqa: E731
+    scores = (split(q) @ split(k).transpose(0, 1, 3, 2)).astype(np.float32) / math.sqrt(dh)
+    scores += np.triu(np.full((s, s), -np.inf, dtype=np.float32), 1)
+    p = np.exp(scores - scores.max(-1, keepdims=True))
+    p = (p / p.sum(-1, keepdims=True)).astype(x.dtype)
+    keep(p)
+    dropped = _dropout(p, rng, keep)
+    keep(dropped)
+    o = (dropped @ split(v)).transpose(0, 2, 1, 3).reshape(b, s, h)
+    keep(o)
+    return _dropout(o @ w["o"], rng, keep)
+
+
+def _feed_forward(x, w, rng, keep):
+    c = _layer_norm(x)
+    keep(c)
+    u = c @ w["up"]
+    keep(u)
+    g = _gelu(u)
+    keep(g)
+    return _dropout(g @ w["down"], rng, keep)
+
+
+def _gpt_weights(d, layers, seed, dtype):
+    rng = np.random.default_rng(seed)
+    shapes = {"q": (d, d), "k": (d, d), "v": (d, d), "o": (d, d), "up": (d, 4 * d), "down": (4 * d, d)}
+    return [{name: (rng.standard_normal(shape) / math.sqrt(shape[0])).astype(dtype)
+             for name, shape in shapes.items()} for _ in range(layers)]
+
+
+def forward_tape(sequences: int, seq_len: int, d_model: int, heads: int, layers: int,
+                 policy: str = "full", seed: int = 0, dtype="float16") -> list[np.ndarray]:
+    """Run a small GPT stack in NumPy and return the arrays ``policy`` keeps for the backward pass.
+
+    "full": every tensor a layer's backward reads (layer-norm inputs, Q, K, V, softmax output,
+    dropout masks as bool, attention output, MLP input, GeLU input and output). "block": each
+    layer's input. "reversible": the same sublayers as couplings, y1 = x1 + attention(x2),
+    y2 = x2 + MLP(y1), from (x, x); only the last (y1, y2) is kept. The arrays are real: summing
+    their ``nbytes`` checks ``activation_bytes`` by counting, not by formula.
+    """
+    policy = _policy(policy)
+    names = ("sequences", "seq_len", "d_model", "heads", "layers")
+    sizes = [positive_int(n, v) for n, v in zip(names, (sequences, seq_len, d_model, heads, layers))]
+    sequences, seq_len, d_model, heads, layers = sizes
+    if d_model % heads:
+        raise ChalkError(f"heads must divide d_model ({d_model}), got {heads}")
+    weights = _gpt_weights(d_model, layers, seed, dtype)
+    rng = np.random.default_rng(seed + 1)
+    x = rng.standard_normal((sequences, seq_len, d_model)).astype(dtype)
+    tape: list[np.ndarray] = []
+    keep_all = tape.append if policy == "full" else (lambda t: None)
+    if policy == "reversible":
+        coupling = [Coupling(lambda t, w=w: _attention(t, w, heads, rng, keep_all),
+                             lambda t, w=w: _feed_forward(t, w, rng, keep_all)) for w in weights]
+        y1, y2 = x, x
+        for c in coupling:
+            y1, y2 = c.forward(y1, y2)
+        return [y1, y2]
+    for w in weights:
+        if policy == "block":
+            tape.append(x)
+        keep_all(x)
+        x = x + _attention(x, w, heads, rng, keep_all)
+        keep_all(x)
+        x = x + _feed_forward(x, w, rng, keep_all)
+    return tape
