@@ -3,12 +3,14 @@
 Expected values use the catalog's published figures and formulas written out here, never the
 numbers ``plotting`` computes.
 """
+import io
 import math
 
 import numpy as np
 import pytest
+from PIL import Image
 
-from chalk import hardware, models
+from chalk import hardware, models, roofline
 from chalk.figures import plotting
 from chalk.errors import ChalkError, DoesNotFit
 
@@ -33,8 +35,9 @@ def test_curves_match_the_written_out_roofline():
     # $ per million tokens: the step's rental for 8 chips at $2/h, shared by B tokens.
     np.testing.assert_allclose(c.usd_per_mtok["t_step"],
                                1e6 * np.maximum(compute, memory) * 8 * 2.0 / 3600 / c.batch, rtol=1e-12)
-    # Largest batch whose cache fits: 8 x 80 GB less 141 GB of weights, in 1,024-token caches.
-    free = 8 * H100.hbm_capacity - 2 * LLAMA70.total_params
+    # Largest batch whose cache fits: 8 x 80 GB with roofline's headroom kept free, less 141 GB
+    # of weights, in 1,024-token caches.
+    free = 8 * H100.hbm_capacity * (1 - roofline.HEADROOM) - 2 * LLAMA70.total_params
     assert c.max_batch == math.floor(free / (1024 * LLAMA70.kv_bytes_per_token(2)))
 
 
@@ -74,14 +77,37 @@ def test_figure_marks_point_fit_limit_and_regions():
     assert plotting.png(f.fig).startswith(PNG)
 
 
-def test_fast_render_reuses_its_background():
+def pixels(png_bytes):
+    return np.asarray(Image.open(io.BytesIO(png_bytes)).convert("RGB"), dtype=int)
+
+
+def test_fast_render_reuses_its_layers_and_draws_what_a_full_draw_does():
     f = plotting.RooflineFigure()
     c = plotting.curves(H100, LLAMA70, context=1024, dtype="bf16", chips=8)
-    first = f.draw(c, (10.0, *c.at(10.0))) and f.render_png()
+    f.draw(c, (10.0, *c.at(10.0)))
+    first = f.render()
     f.draw(c, (500.0, *c.at(500.0)))
-    second = f.render_png()
+    second = f.render()
     assert first.startswith(PNG) and second.startswith(PNG) and first != second
-    assert len(f._backgrounds) == 1
+    assert len(f.layers._backgrounds) == 1
+    # The layered picture is the figure: compare with Agg drawing everything from scratch.
+    full = pixels(plotting.png(f.fig))
+    fast = pixels(second)
+    assert full.shape == fast.shape
+    differs = np.abs(full - fast).max(axis=2) > 60
+    assert differs.mean() < 0.002, f"{differs.sum()} pixels differ"
+
+
+def test_marker_at_the_last_batch_is_not_clipped():
+    f = plotting.RooflineFigure()
+    c = plotting.curves(H100, LLAMA70, context=0, dtype="bf16", chips=8)
+    f.draw(c, (plotting.BATCHES[-1], *c.at(plotting.BATCHES[-1])))
+    assert not f.points[f.ax_time].get_clip_on()
+    # Marker colour found right of the axes' edge: half the marker is drawn outside.
+    img = pixels(f.render())
+    edge = int(f.ax_time.get_window_extent().x1)
+    point = np.array([int(plotting.COLORS["point"][i:i + 2], 16) for i in (1, 3, 5)])
+    assert (np.abs(img[:, edge + 2:edge + 6] - point).sum(axis=2) < 30).any()
 
 
 def test_balance_context_figure_stops_each_curve_at_its_asymptote():

@@ -1,1 +1,21 @@
-"""Figures drawn from the formulas, the live explorers (ipywidgets) and their static twins."""
+"""Figures drawn from the formulas, the live explorers (ipywidgets) and their static twins.
+
+* ``canvas``: the shared style, PNG output and layered fast redraw;
+* ``explorer``: the explorers' base class and control declarations;
+* ``twin``: the static-twin JSON and markup, drawn on the site by ``static/chalk-twin.js``;
+* one module per chapter: ``plotting`` (Chapter 1's figures) and ``batching`` (its explorer and twin).
+"""
+import importlib
+
+CHAPTERS = {"01_batching": "batching"}
+"""Chapter -> the module defining its ``Explorer`` and the reader's ``SESSION`` the bench replays."""
+
+
+def explorers() -> dict:
+    """{chapter: (Explorer class, scripted session)} for every chapter, imported on demand so
+    that importing ``chalk.figures`` does not load ipywidgets."""
+    out = {}
+    for chapter, name in CHAPTERS.items():
+        module = importlib.import_module(f"{__name__}.{name}")
+        out[chapter] = (module.Explorer, module.SESSION)
+    return out

@@ -1,123 +1,205 @@
-"""Chapter 1's live explorer: model x chip x chips x batch x context x dtype x $/chip-hour.
+"""The base of every chapter's live explorer (ipywidgets): controls declared as data, one
+``update`` that validates, draws and shows errors in the widget, one redraw path.
 
-A thin layer over pure functions: the curves come from ``plotting.curves``, the numbers from
-``roofline.decode_point``, the picture from ``plotting.RooflineFigure``. The figure is built once
-and redrawn in place to a PNG shown in an ``ipywidgets.Image`` (no browser-side plotting needed),
-so an update costs a formula evaluation and a partial Agg redraw. ``Explorer.update`` runs
-without a browser, which is how ``bench/bench.py`` times it.
+A chapter declares its controls and writes ``draw``; the base builds the widgets, keeps them and
+the parameters in step, checks every value with chalk's errors and turns a ChalkError into a
+message shown in the widget, in the same layout, rather than a traceback. ``update`` runs without
+a browser, which is how ``bench/bench.py`` times it.
+
+Sliders are ``SelectionSlider`` widgets over fixed stops, plus the exact value the caller gave
+when it is not a stop: the slider then shows the value asked for (1,024, not the nearest stop)
+until the reader moves it.
 """
+import bisect
 import html
+from dataclasses import dataclass
 
 import ipywidgets as widgets
+import numpy as np
+from traitlets import TraitError
 
-from .. import roofline
-from ..catalog import hardware, models
-from . import plotting
-from ..errors import ChalkError, DoesNotFit
-from ..catalog.quoted import USD_PER_CHIP_HOUR
-
-CHIP_COUNTS = (1, 2, 4, 8, 16, 32, 64, 72, 128, 256)
-DEFAULTS = dict(model="deepseek-v3", chip="GB200", chips=72, batch=1000.0, context=4096.0,
-                dtype="fp8", usd_per_chip_hour=USD_PER_CHIP_HOUR)
+from ..errors import ChalkError, in_range, lookup
 
 
-def _error(e: ChalkError) -> str:
-    return f'<b style="color:#b00">{html.escape(str(e))}</b>'
+def number(value) -> str:
+    """A parameter as a reader typed it: thousands separators, no invented decimals."""
+    value = float(value)
+    if value.is_integer() or abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.3g}"
 
 
-def readout(chip, model, batch, context, dtype, chips, usd_per_chip_hour) -> str:
-    """The explorer's text for one operating point (HTML), or why there is none."""
-    try:
-        p = roofline.decode_point(chip, model, batch, context, dtype, chips, usd_per_chip_hour)
-    except ChalkError as e:  # DoesNotFit names the shortfall; others name the bad input
-        return _error(e)
-    bstar = roofline.balance_batch(chip, model, dtype, context)
-    balance = ("past L*: memory-bound at every batch" if bstar == float("inf")
-               else f"balance batch B* = {bstar:,.0f}")
-    return (f"<b>{p.regime}</b> &middot; step &ge; {1e3 * p.t_step:.3g} ms &middot; "
-            f"MFU &le; {p.mfu:.0%} &middot; {p.tokens_per_second:,.0f} tokens/s per replica &middot; "
-            f"${p.usd_per_million_tokens:.3g} per million tokens &middot; {balance}")
+@dataclass(frozen=True)
+class Dropdown:
+    name: str
+    label: str
+    options: tuple
+    """(label, value) pairs."""
+
+    def widget(self):
+        return widgets.Dropdown(options=list(self.options), description=self.label)
+
+    def check(self, value):
+        return lookup(self.label, value, {v: v for _, v in self.options}, param=self.name)
+
+    def show(self, widget, value):
+        widget.value = value
+
+
+@dataclass(frozen=True)
+class Slider:
+    """A slider over ``stops``; any value in ``valid`` is accepted and shown exactly."""
+    name: str
+    label: str
+    stops: tuple
+    valid: tuple
+    """(low, high): the range ``check`` accepts, which may reach past the stops."""
+
+    def widget(self):
+        return widgets.SelectionSlider(options=self._options(self.stops), description=self.label,
+                                       continuous_update=True, layout=widgets.Layout(width="420px"))
+
+    @staticmethod
+    def _options(values):
+        return [(number(v), v) for v in values]
+
+    def check(self, value):
+        in_range(self.name, value, *self.valid)
+        return float(value)
+
+    def show(self, widget, value):
+        stops = list(self.stops)
+        if value not in stops:
+            bisect.insort(stops, value)
+        if len(widget.options) != len(stops) or value not in [v for _, v in widget.options]:
+            widget.options = self._options(stops)
+        widget.value = value
+
+
+def log_slider(name, label, low, high, per_decade=20, valid=None) -> Slider:
+    """Stops evenly spaced in log from ``low`` to ``high``; ``valid`` defaults to that range."""
+    decades = np.log10(high) - np.log10(low)
+    stops = np.logspace(np.log10(low), np.log10(high), round(decades * per_decade) + 1)
+    return Slider(name, label, tuple(float(f"{s:.3g}") for s in stops), valid or (low, high))
+
+
+def linear_slider(name, label, low, high, step, valid=None) -> Slider:
+    stops = np.arange(low, high + step / 2, step)
+    return Slider(name, label, tuple(float(s) for s in stops), valid or (low, high))
+
+
+@dataclass(frozen=True)
+class Number:
+    """A number box; values outside (low, high) are refused with a message, not clamped."""
+    name: str
+    label: str
+    low: float
+    high: float
+    step: float
+
+    def widget(self):
+        return widgets.FloatText(step=self.step, description=self.label)
+
+    def check(self, value):
+        in_range(self.name, value, self.low, self.high)
+        return float(value)
+
+    def show(self, widget, value):
+        widget.value = value
+
+
+def error_html(message: str) -> str:
+    return f'<b style="color:#b00">{html.escape(message)}</b>'
 
 
 class Explorer:
-    """The widget. ``update(**params)`` sets any of DEFAULTS' keys and redraws."""
+    """Base class. A chapter sets ``controls`` (a tuple of the control types above), ``defaults``
+    (a value per control), ``rows`` (control names per row of the layout) and implements:
+
+    * ``make_figure()``: an object with ``render() -> PNG bytes`` and ``message(text)``;
+    * ``draw(**params) -> str``: move the figure to ``params`` and return the readout (HTML);
+      raise a ChalkError if the parameters cannot run;
+    * optionally ``explain(error, params) -> (readout message, short figure message)``.
+    """
+    controls: tuple = ()
+    defaults: dict = {}
+    rows: tuple = ()
 
     def __init__(self, **params):
-        self.params = dict(DEFAULTS)
-        self._check(params)
-        self.params.update(params)
-        self.figure = plotting.RooflineFigure()
+        self._check_names(params)
+        self.params = {**self.defaults, **params}
+        self.figure = self.make_figure()
         self.image = widgets.Image(format="png", layout=widgets.Layout(width="100%", max_width="960px"))
         self.text = widgets.HTML()
-        self.controls = {
-            "model": widgets.Dropdown(options=[(models.get(m).display, m) for m in models.names()],
-                                      description="model"),
-            "chip": widgets.Dropdown(options=hardware.names(), description="chip"),
-            "chips": widgets.Dropdown(options=CHIP_COUNTS, description="chips"),
-            "dtype": widgets.Dropdown(options=list(hardware.BYTES_PER_ELEMENT), description="weights"),
-            "batch": widgets.FloatLogSlider(base=10, min=0, max=5, step=0.05, description="batch B",
-                                            readout_format=",.0f", continuous_update=True),
-            "context": widgets.FloatLogSlider(base=10, min=2, max=6, step=0.05, description="context L",
-                                              readout_format=",.0f", continuous_update=True),
-            "usd_per_chip_hour": widgets.BoundedFloatText(min=0.01, max=100, step=0.25,
-                                                          description="$/chip-hour"),
-        }
+        self.widgets = {c.name: c.widget() for c in self.controls}
+        self._drawn = None
         self._syncing = False
-        self._sync_controls()
-        for name, control in self.controls.items():
-            control.observe(self._on_change, names="value")
+        self._show_controls()
+        for w in self.widgets.values():
+            w.observe(self._on_change, names="value")
         self.update()
 
-    def _check(self, params):
-        unknown = set(params) - set(DEFAULTS)
+    def _check_names(self, params):
+        """An unknown name is a mistake in code, not a reader's choice: raise it."""
+        known = [c.name for c in self.controls]
+        unknown = set(params) - set(known)
         if unknown:
-            raise ChalkError(f"unknown explorer parameter(s) {sorted(unknown)}; known: {sorted(DEFAULTS)}")
+            raise ChalkError(f"unknown explorer parameter(s) {sorted(unknown)}; known: {sorted(known)}")
 
-    def _sync_controls(self):
-        """Show the current parameters on the controls without triggering another update."""
+    def _show_controls(self):
+        """Put the parameters on the controls without starting another update."""
         self._syncing = True
         try:
-            for name, control in self.controls.items():
-                if control.value != self.params[name]:
-                    control.value = self.params[name]
+            for c in self.controls:
+                w, value = self.widgets[c.name], self.params[c.name]
+                if w.value != value:
+                    try:
+                        c.show(w, value)
+                    except (TraitError, TypeError):  # a value the widget cannot hold: update() says why
+                        pass
         finally:
             self._syncing = False
 
     def _on_change(self, change):
         if not self._syncing:
-            self.update(**{name: c.value for name, c in self.controls.items()})
+            self.update(**{name: w.value for name, w in self.widgets.items()})
 
     def update(self, **params) -> str:
         """Set parameters, recompute and redraw; returns the readout (HTML)."""
-        self._check(params)
+        self._check_names(params)
         self.params.update(params)
         if params:
-            self._sync_controls()
-        p = self.params
-        args = (p["chip"], p["model"], p["batch"], p["context"], p["dtype"], p["chips"],
-                p["usd_per_chip_hour"])
+            self._show_controls()
+        state = tuple(self.params[c.name] for c in self.controls)
+        if state == self._drawn:  # nothing moved: the picture and the text stand
+            return self.text.value
         try:
-            c = plotting.curves(p["chip"], p["model"], p["context"], p["dtype"], p["chips"],
-                                p["usd_per_chip_hour"])
-        except ChalkError as e:  # the weights alone do not fit, or the chip lacks the dtype
-            # The full message goes in the readout; the figure only says which of the two it is.
-            self.figure.message("weights do not fit in HBM" if isinstance(e, DoesNotFit)
-                                else f"no {p['dtype']} rate for this chip")
-            text = _error(e)
-        else:
-            # The description goes in the HTML readout, not the figure: text is slow to rasterise.
-            self.figure.draw(c, (p["batch"], *c.at(p["batch"])))
-            description = plotting.describe(p["chip"], p["model"], p["context"], p["dtype"], p["chips"])
-            text = f"{html.escape(description)}<br>{readout(*args)}"
-        self.image.value = self.figure.render_png()
+            checked = {c.name: c.check(self.params[c.name]) for c in self.controls}
+            if checked != self.params:  # "CIRCLE" means "circle": show the catalog's spelling
+                self.params.update(checked)
+                self._show_controls()
+            text = self.draw(**checked)
+        except ChalkError as e:
+            long, short = self.explain(e, self.params)
+            self.figure.message(short)
+            text = error_html(long)
+        self.image.value = self.figure.render()
         self.text.value = text
+        self._drawn = state
         return text
 
+    def explain(self, error: ChalkError, params: dict) -> tuple[str, str]:
+        """(readout message, figure message) for an error; the figure's is kept short."""
+        return str(error), str(error).split(":")[0]
+
+    def make_figure(self):
+        raise NotImplementedError
+
+    def draw(self, **params) -> str:
+        raise NotImplementedError
+
     def widget(self):
-        c = self.controls
-        rows = [widgets.HBox([c["model"], c["chip"], c["chips"]]),
-                widgets.HBox([c["dtype"], c["usd_per_chip_hour"]]),
-                widgets.HBox([c["batch"], c["context"]])]
+        rows = [widgets.HBox([self.widgets[name] for name in row]) for row in self.rows]
         return widgets.VBox([*rows, self.text, self.image])
 
     def _ipython_display_(self):

@@ -1,38 +1,27 @@
 """Chapter 1's figures, drawn from ``roofline``'s formulas: one style and one drawing code.
 
-The notebook's figures, the live widget (``explorer``) and the website's static twin (``twin``)
+The notebook's figures, the live explorer and the website's static twin (both in ``batching``)
 all take their numbers from ``curves``, and the first two their pictures from ``RooflineFigure``,
-so the three cannot disagree. Figures are plain ``matplotlib.figure.Figure`` objects on an Agg
-canvas, not pyplot figures: nothing is displayed behind the caller's back and the widget can
-redraw one figure in place.
+so the three cannot disagree.
 """
-import io
 import math
 from dataclasses import dataclass
 
-import matplotlib
 import numpy as np
 import sympy as sp
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from PIL import Image
 
 from .. import roofline
 from ..catalog import hardware, models
 from ..errors import ChalkError
 from ..notation import n_chips, p_chip
 from ..catalog.quoted import USD_PER_CHIP_HOUR
+from .canvas import Layers, new_figure, png, style  # png: the notebook's plotting.png
 
 # Okabe and Ito's palette: distinguishable under every common colour-vision deficiency.
 COLORS = {"t_compute": "#0072B2", "t_weights": "#E69F00", "t_kv": "#009E73", "t_mem": "#D55E00",
           "t_step": "#000000", "nofit": "#999999", "point": "#CC79A7", "balance": "#56B4E9"}
 LABELS = {"t_compute": "compute", "t_weights": "weight read", "t_kv": "KV read",
           "t_mem": "memory (weights + KV)", "t_step": "bound: max(compute, memory)"}
-STYLE = {"font.size": 9, "axes.titlesize": 9.5, "axes.labelsize": 9, "legend.fontsize": 8,
-         "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True,
-         "grid.alpha": 0.25, "lines.linewidth": 1.4}
-DPI = 100
-"""Modest resolution: the chapter page, images included, must stay light."""
 
 BATCHES = np.logspace(0, 5, 101)
 """Batches drawn: 1 to 100,000 sequences, 20 points per decade."""
@@ -48,26 +37,6 @@ _COST = {name: sp.lambdify(roofline.ARGS + (n_chips, p_chip),
                            modules=_MAX)
          for name in TIMES}
 """$ per million tokens if a step lasted each time: roofline's cost_per_token with t_step replaced."""
-
-
-def new_figure(width: float, height: float, ncols: int = 1):
-    """A figure in the course style on its own Agg canvas, with ``ncols`` axes side by side."""
-    fig = Figure(figsize=(width, height), dpi=DPI)
-    FigureCanvasAgg(fig)
-    with _style():
-        axes = fig.subplots(1, ncols, squeeze=False)[0]
-    return fig, axes
-
-
-def _style():
-    return matplotlib.rc_context(STYLE)
-
-
-def png(fig) -> bytes:
-    """The figure as PNG bytes, drawn by Agg at its own size and the course's resolution."""
-    buf = io.BytesIO()
-    fig.canvas.print_png(buf)
-    return buf.getvalue()
 
 
 def regimes(time: dict) -> np.ndarray:
@@ -156,11 +125,9 @@ def _segments(codes):
 class RooflineFigure:
     """Graph A (step time against batch) and graph B (cost per token against batch).
 
-    The artists are made once; ``draw`` moves their data, so redrawing for the widget costs only
-    Agg's rasterisation, not building axes, ticks and legends again.
+    The artists are made once; ``draw`` moves their data and ``render`` redraws in layers
+    (``canvas.Layers``): y axes per pair of y limits, curves per view, the operating point each time.
     """
-    MAX_BACKGROUNDS = 32
-    """Cached backgrounds (about 1.7 MB each) for ``render_png``."""
 
     def __init__(self, width=8.0, height=4.2):
         self.fig, (self.ax_time, self.ax_cost) = new_figure(width, height, 2)
@@ -168,7 +135,7 @@ class RooflineFigure:
         self.lines, self.points, self.spans, self.balance, self.texts = {}, {}, {}, {}, {}
         for ax, unit in ((self.ax_time, "time per decode step (ms)"),
                          (self.ax_cost, "cost per output token ($ per million)")):
-            with _style():
+            with style():
                 ax.set_xscale("log")
                 ax.set_yscale("log")
                 ax.set_xlim(BATCHES[0], BATCHES[-1])
@@ -184,33 +151,42 @@ class RooflineFigure:
                                              lw=2.8 if t == "t_step" else 1.3,
                                              ls="-" if t in ("t_step", "t_compute") else "--",
                                              zorder=3 if t == "t_step" else 2)[0] for t in TIMES}
+                # Unclipped: at the first or last batch the marker is drawn whole, past the axes.
                 self.points[ax] = ax.plot([], [], "o", ms=8, color=COLORS["point"], mec="black",
-                                          zorder=5, label="operating point")[0]
+                                          zorder=5, label="operating point", clip_on=False)[0]
                 self.texts[ax] = [ax.text(1, 0.95, "", transform=ax.get_xaxis_transform(),
                                           ha="center", va="top", fontsize=7.5, color="#333333")
                                   for _ in range(len(REGIMES) + 1)]
         handles = [*self.lines[self.ax_time].values(), self.balance[self.ax_time],
                    self.spans[self.ax_time], self.points[self.ax_time]]
-        with _style():
+        with style():
             self.fig.legend(handles=handles, loc="lower center", ncol=4, frameon=False)
-        self._backgrounds = {}
         self.ax_time.set_title("A: step time (lower bound)")
         self.ax_cost.set_title("B: cost per token")
         self.title = self.fig.suptitle("", fontsize=10)
+        axes = (self.ax_time, self.ax_cost)
+        self.layers = Layers(self.fig, [a for ax in axes for a in (
+            self.spans[ax], self.balance[ax], *self.lines[ax].values(), *self.texts[ax])] + [self.title],
+            [self.points[ax] for ax in axes], [ax.yaxis for ax in axes])
+        self._view = None
 
     def draw(self, c: Curves, point=None, title: str = ""):
         """Show curves ``c``; ``point`` = (batch, step time s, $/Mtok) marks the operating point."""
         self.title.set_text(title)
-        ms, usd = plotted(c)
-        for ax, ys, lim in zip((self.ax_time, self.ax_cost), (ms, usd), y_limits(ms, usd)):
-            for t in TIMES:
-                self.lines[ax][t].set_data(c.batch, ys[t])
-            ax.set_ylim(*lim)
-            self.spans[ax].set_x(min(c.max_batch, BATCHES[-1]))
-            self.spans[ax].set_width(BATCHES[-1] * 10)
-            self.balance[ax].set_xdata([c.balance_batch] * 2)
-            self.balance[ax].set_visible(math.isfinite(c.balance_batch))
-            self._label_regimes(ax, c)
+        view = (c.params, c.context, c.chips, c.usd_per_chip_hour, title)
+        if view != self._view:
+            self._view = view
+            ms, usd = plotted(c)
+            for ax, ys, lim in zip((self.ax_time, self.ax_cost), (ms, usd), y_limits(ms, usd)):
+                for t in TIMES:
+                    self.lines[ax][t].set_data(c.batch, ys[t])
+                ax.set_ylim(*lim)
+                self.spans[ax].set_x(min(c.max_batch, BATCHES[-1]))
+                self.spans[ax].set_width(BATCHES[-1] * 10)
+                self.balance[ax].set_xdata([c.balance_batch] * 2)
+                self.balance[ax].set_visible(math.isfinite(c.balance_batch))
+                self._label_regimes(ax, c)
+        for ax in (self.ax_time, self.ax_cost):
             if point is None:
                 self.points[ax].set_data([], [])
             else:
@@ -235,42 +211,12 @@ class RooflineFigure:
         for text in texts:
             text.set_visible(False)
 
-    def _dynamic(self):
-        """Artists that move between updates, in drawing order; all else is background."""
-        for ax in (self.ax_time, self.ax_cost):
-            yield from (self.spans[ax], self.balance[ax], *self.lines[ax].values(), self.points[ax],
-                        *self.texts[ax])
-        yield self.title
-
-    def render_png(self) -> bytes:
-        """PNG of the current state, fast: the background (axes, ticks, legend, title) is drawn
-        once per pair of y limits and kept; each update draws only the moving artists over a copy
-        of it. Ticks and labels are most of Agg's time, so this is the widget's path."""
-        canvas = self.fig.canvas
-        key = (self.ax_time.get_ylim(), self.ax_cost.get_ylim())
-        if key not in self._backgrounds:
-            if len(self._backgrounds) >= self.MAX_BACKGROUNDS:
-                self._backgrounds.pop(next(iter(self._backgrounds)))
-            shown = [(a, a.get_visible()) for a in self._dynamic()]
-            for a, _ in shown:
-                a.set_visible(False)
-            canvas.draw()
-            self._backgrounds[key] = canvas.copy_from_bbox(self.fig.bbox)
-            for a, visible in shown:
-                a.set_visible(visible)
-        canvas.restore_region(self._backgrounds[key])
-        for a in self._dynamic():
-            if a.get_visible():
-                self.fig.draw_artist(a)
-        width, height = canvas.get_width_height()
-        buf = io.BytesIO()
-        # Fast zlib level: the PNG is shown once and thrown away.
-        image = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba()).convert("RGB")
-        image.save(buf, "png", compress_level=1)
-        return buf.getvalue()
+    def render(self) -> bytes:
+        """PNG of the current state, redrawing only the layers that changed."""
+        return self.layers.render((self.ax_time.get_ylim(), self.ax_cost.get_ylim()), self._view)
 
     def message(self, text: str):
-        """Clear the curves and say why (the widget's 'does not fit')."""
+        """Clear the curves and say why (an explorer's error state), in the same layout."""
         for ax in (self.ax_time, self.ax_cost):
             for line in (*self.lines[ax].values(), self.points[ax]):
                 line.set_data([], [])
@@ -279,6 +225,7 @@ class RooflineFigure:
             self.balance[ax].set_visible(False)
             self.spans[ax].set_x(BATCHES[0])
         self.title.set_text(text)
+        self._view = ("message", text)
         return self.fig
 
 
@@ -310,10 +257,10 @@ def balance_context_figure(cases, points=300):
     for (chip, model, dtype), l_star, color in zip(resolved, l_stars, palette):
         ctx = contexts[contexts < l_star]
         bstar = [roofline.balance_batch(chip, model, dtype, x) for x in ctx]
-        with _style():
+        with style():
             ax.plot(ctx, bstar, color=color, label=f"{model.display}, {chip.name}, {dtype}: L* = {l_star:,.0f}")
             ax.axvline(l_star, color=color, ls="--", lw=1)
-    with _style():
+    with style():
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("context L (tokens)")

@@ -1,0 +1,186 @@
+// Draws every static twin (.chalk-twin) on a page from its JSON (chalk.figures.twin).
+// It looks values up and draws them; every number it shows was computed in Python.
+(function () {
+  'use strict';
+  const NS = 'http://www.w3.org/2000/svg';
+  const W = 440, H = 270, M = {l: 52, r: 24, t: 22, b: 36};
+  // Styles live here, once per site, scoped to the twins so the theme is untouched.
+  const CSS = `
+.chalk-twin{font-size:0.85rem;border:1px solid #ddd;border-radius:6px;padding:0.6rem;margin:1rem 0}
+.chalk-twin-controls{display:flex;flex-wrap:wrap;gap:0.4rem 1rem;margin-bottom:0.4rem}
+.chalk-twin select{font-size:0.85rem}
+.chalk-twin-slider{display:flex;align-items:center;gap:0.6rem}
+.chalk-twin-slider input{flex:1}
+.chalk-twin-readout{font-family:var(--pst-font-family-monospace,monospace);min-height:2.6em;margin:0.3rem 0;padding:0.3rem;background:#f6f6f6;border-radius:4px}
+.chalk-twin-readout.nofit{background:#fdecea}
+.chalk-twin-panels{display:flex;flex-wrap:wrap;gap:0.5rem}
+.chalk-twin-panels svg{flex:1 1 420px;max-width:100%;height:auto}
+.chalk-twin-legend{display:flex;flex-wrap:wrap;gap:0.2rem 1rem;font-size:0.78rem}
+.chalk-twin-legend span::before{content:"";display:inline-block;width:1.4em;height:0.25em;margin-right:0.3em;vertical-align:middle;background:var(--c)}
+.chalk-twin-legend span.area::before{height:0.8em;opacity:0.5}
+.chalk-twin-legend span.point::before{width:0.7em;height:0.7em;border-radius:50%;border:1px solid #000}
+`;
+
+  const fmt = (v) => {
+    if (v === null || v === undefined) return '–';
+    if (typeof v === 'string') return v;
+    return Math.abs(v) >= 1e4 ? Math.round(v).toLocaleString('en-US')
+                              : v.toLocaleString('en-US', {maximumSignificantDigits: 3});
+  };
+
+  function el(tag, attrs, parent, text) {
+    const e = document.createElementNS(NS, tag);
+    for (const k in attrs) if (attrs[k] !== undefined && attrs[k] !== '') e.setAttribute(k, attrs[k]);
+    if (text !== undefined) e.textContent = text;
+    parent.appendChild(e);
+    return e;
+  }
+
+  // A scale maps data to pixels on a log or linear axis; ticks at decades or round steps.
+  function scale(kind, lim, p0, p1) {
+    const f = kind === 'log' ? Math.log10 : (v) => v;
+    const a = f(lim[0]), b = f(lim[1]);
+    const map = (v) => p0 + (f(v) - a) / (b - a) * (p1 - p0);
+    let ticks = [];
+    if (kind === 'log') {
+      for (let e = Math.ceil(a - 1e-9); e <= b + 1e-9; e++) ticks.push(10 ** e);
+    } else {
+      const step = 10 ** Math.floor(Math.log10((b - a) / 4 || 1));
+      const n = (b - a) / step > 8 ? 2 * step : step;
+      for (let v = Math.ceil(a / n) * n; v <= b + 1e-9; v += n) ticks.push(v);
+    }
+    return {map, ticks};
+  }
+
+  function chart(svg, panel, v, shared, D, i, xs, uid) {
+    const sx = scale(panel.xscale, [xs[0], xs[xs.length - 1]], M.l, W - M.r);
+    const sy = scale(panel.yscale, v.ylim, H - M.b, M.t);
+    el('text', {x: W / 2, y: 14, 'text-anchor': 'middle', 'font-size': 12}, svg, panel.title);
+    for (const t of sx.ticks) {
+      el('line', {x1: sx.map(t), x2: sx.map(t), y1: M.t, y2: H - M.b, stroke: '#e5e5e5'}, svg);
+      el('text', {x: sx.map(t), y: H - M.b + 13, 'text-anchor': 'middle', 'font-size': 10}, svg, fmt(t));
+    }
+    for (const t of sy.ticks) {
+      el('line', {x1: M.l, x2: W - M.r, y1: sy.map(t), y2: sy.map(t), stroke: '#e5e5e5'}, svg);
+      el('text', {x: M.l - 4, y: sy.map(t) + 3, 'text-anchor': 'end', 'font-size': 10}, svg, fmt(t));
+    }
+    el('text', {x: (M.l + W - M.r) / 2, y: H - 4, 'text-anchor': 'middle', 'font-size': 10}, svg, panel.xlabel);
+    el('text', {x: 11, y: (M.t + H - M.b) / 2, 'text-anchor': 'middle', 'font-size': 10,
+                transform: `rotate(-90 11 ${(M.t + H - M.b) / 2})`}, svg, panel.ylabel);
+    // Curves leave the plot area at the axis limits: clip them to it.
+    const clip = el('clipPath', {id: uid}, el('defs', {}, svg));
+    el('rect', {x: M.l, y: M.t, width: W - M.l - M.r, height: H - M.t - M.b}, clip);
+    const plot = el('g', {'clip-path': `url(#${uid})`}, svg);
+    const xAt = (x) => Math.min(W - M.r, Math.max(M.l, sx.map(x)));
+    for (const r of v.regions || shared.regions || []) {
+      const s = D.styles[r.style];
+      const x0 = r.x0 === null ? M.l : xAt(r.x0), x1 = r.x1 === null ? W - M.r : xAt(r.x1);
+      if (x1 <= x0) continue;
+      el('rect', {x: x0, y: M.t, width: x1 - x0, height: H - M.t - M.b, fill: s.color, opacity: s.opacity}, plot);
+      el('text', {x: x1 - 4, y: H - M.b - 6, 'text-anchor': 'end', 'font-size': 9, fill: '#555'}, svg, s.label);
+    }
+    for (const m of v.vlines || shared.vlines || []) {
+      if (m.x === null) continue;
+      const s = D.styles[m.style];
+      el('line', {x1: sx.map(m.x), x2: sx.map(m.x), y1: M.t, y2: H - M.b, stroke: s.color,
+                  'stroke-width': s.width, 'stroke-dasharray': s.dash || '2 3'}, plot);
+    }
+    for (const name in v.series) {
+      const s = D.styles[name], pts = [];
+      v.series[name].forEach((y, j) => { if (y !== null) pts.push(`${sx.map(xs[j]).toFixed(1)},${sy.map(y).toFixed(1)}`); });
+      el('polyline', {points: pts.join(' '), fill: 'none', stroke: s.color, 'stroke-width': s.width,
+                      'stroke-dasharray': s.dash}, plot);
+    }
+    const p = panel.point;
+    if (p && v.series[p.series][i] !== null) {
+      // Outside the clip group, so a marker at the first or last stop is drawn whole.
+      el('circle', {class: 'chalk-twin-point', cx: sx.map(xs[i]), cy: sy.map(v.series[p.series][i]), r: 5,
+                    fill: D.styles[p.style].color, stroke: 'black'}, svg);
+    }
+  }
+
+  function shapes(svg, panel, v, i) {
+    el('text', {x: panel.width / 2, y: 14, 'text-anchor': 'middle', 'font-size': 12}, svg, panel.title);
+    const frame = v.frames.length > 1 ? v.frames[i] : v.frames[0];
+    for (const s of frame) {
+      if (s.shape === 'rect') {
+        const r = el('rect', {x: s.x, y: s.y, width: s.w, height: s.h, fill: s.fill, stroke: '#333', 'stroke-width': 0.5}, svg);
+        if (s.label) el('title', {}, r, s.label);
+      } else if (s.shape === 'line') {
+        el('line', {x1: s.x1, y1: s.y1, x2: s.x2, y2: s.y2, stroke: s.stroke, 'stroke-dasharray': s.dash}, svg);
+      } else if (s.shape === 'text') {
+        el('text', {x: s.x, y: s.y, 'text-anchor': s.anchor, 'font-size': s.size}, svg, s.text);
+      }
+    }
+  }
+
+  function fill(template, fields) {
+    return template.replace(/\{([^}]+)\}/g, (_, name) => fmt(fields(name)));
+  }
+
+  function setup(root, n) {
+    const D = JSON.parse(root.querySelector('.chalk-twin-data').textContent);
+    const selects = D.controls.filter((c) => c.kind === 'select');
+    const slider = D.controls.find((c) => c.kind === 'slider');
+    const pick = (name) => root.querySelector('.chalk-twin-' + name);
+    const readout = pick('readout');
+    const svgs = Array.from(root.querySelectorAll('svg.chalk-twin-panel'));
+    const xs = slider ? slider.values : [0];
+
+    function render() {
+      const v = D.views[selects.map((c) => pick(c.name).value).join('|')];
+      const i = slider ? +pick(slider.name).value : 0;
+      svgs.forEach((svg, k) => {
+        svg.textContent = '';
+        const panel = D.panels[k];
+        svg.setAttribute('viewBox', `0 0 ${panel.width || W} ${panel.height || H}`);
+        if (v.message) {  // the same boxes, saying why there is nothing to draw
+          el('text', {x: (panel.width || W) / 2, y: (panel.height || H) / 2, 'text-anchor': 'middle',
+                      'font-size': 12, fill: '#b00'}, svg, 'nothing to draw: see the message above');
+        } else if (panel.kind === 'chart') {
+          chart(svg, panel, v.panels[k], v, D, i, xs, `chalk-twin-${n}-clip-${k}`);
+        } else {
+          shapes(svg, panel, v.panels[k], i);
+        }
+      });
+      readout.classList.toggle('nofit', !!v.message);
+      if (v.message) { readout.textContent = v.message; return; }
+      const r = v.readout, template = D.templates[r.pick[i]];
+      readout.classList.toggle('nofit', template.startsWith('!'));
+      readout.textContent = fill(template.replace(/^!/, ''), (name) => {
+        if (slider && name === slider.name) return xs[i];
+        if (r.values && name in r.values) return r.values[name][i];
+        if (r.constants && name in r.constants) return r.constants[name];
+        const dot = name.match(/^(\d+)\.(.+)$/);
+        if (dot) return v.panels[+dot[1]].series[dot[2]][i];
+        return D.constants[name];
+      });
+    }
+
+    const legend = pick('legend');
+    for (const name of D.legend) {
+      const s = D.styles[name], span = document.createElement('span');
+      span.className = s.kind;
+      span.style.setProperty('--c', s.color);
+      span.textContent = s.label;
+      legend.appendChild(span);
+    }
+    root.querySelectorAll('select, input').forEach((e) => {
+      e.addEventListener('input', render);
+      e.addEventListener('change', render);
+    });
+    render();
+  }
+
+  function init() {
+    const twins = document.querySelectorAll('.chalk-twin');
+    if (!twins.length) return;
+    const style = document.createElement('style');
+    style.textContent = CSS;
+    document.head.appendChild(style);
+    twins.forEach(setup);
+  }
+
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', init);
+  else init();
+})();

@@ -1,0 +1,163 @@
+"""Every static twin on every built page, read in a real browser: each control changes the drawing
+or the readout, and nothing is left blank. A fixture twin covers the shapes path (Gantt charts,
+racks) that no chapter page uses yet.
+
+Runs on the site conftest's ``built_site`` builds (ROOT/_build/html), or on the one CHALK_SITE
+names; screenshots land in the screenshots folder beside it.
+"""
+import re
+
+import pytest
+
+from chalk.figures import twin
+from conftest import SHOTS
+
+SCRIPT_TAG = re.compile(r'<script[^>]+src="[^"]*_static/chalk-twin\.js[^"]*"')
+
+# What a twin shows: every panel's SVG and the readout, as one string to compare before and after.
+STATE = """el => Array.from(el.querySelectorAll('svg')).map(s => s.innerHTML).join('')
+                  + '|' + el.querySelector('.chalk-twin-readout').textContent"""
+BLANK = """el => {
+    const empty = Array.from(el.querySelectorAll('svg.chalk-twin-panel')).filter(s => s.childElementCount === 0);
+    return {empty: empty.length, svgs: el.querySelectorAll('svg.chalk-twin-panel').length,
+            readout: el.querySelector('.chalk-twin-readout').textContent.trim()};
+}"""
+
+
+def pages_with_twins(site):
+    return sorted(p for p in site.rglob("*.html") if 'class="chalk-twin"' in p.read_text(errors="replace"))
+
+
+def open_offline(browser, url):
+    """Open ``url`` with every request that leaves the disk refused; returns (page, refused urls)."""
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    refused = []
+
+    def guard(route):
+        if route.request.url.startswith("file://"):
+            route.continue_()
+        else:
+            refused.append(route.request.url)
+            route.abort()
+
+    ctx.route("**/*", guard)
+    page = ctx.new_page()
+    page.goto(url, wait_until="load")
+    return page, refused
+
+
+def assert_not_blank(root, what):
+    shown = root.evaluate(BLANK)
+    assert shown["svgs"] > 0 and shown["empty"] == 0, f"{what}: {shown['empty']} of {shown['svgs']} panels blank"
+    assert shown["readout"], f"{what}: empty readout"
+
+
+def move(root, control, value):
+    """Set a control as a reader would and let the twin redraw."""
+    if control.evaluate("el => el.tagName") == "SELECT":
+        control.select_option(value)
+    else:
+        control.evaluate("(el, v) => { el.value = v; el.dispatchEvent(new Event('input', {bubbles: true})); }", value)
+
+
+def check_twin(root, name):
+    """Move every control of one twin: the slider first (at the twin's first view), then each
+    option of each dropdown in turn."""
+    assert_not_blank(root, f"{name} at start")
+    for slider in root.locator('input[type="range"]').all():
+        lo, hi, now = slider.get_attribute("min"), slider.get_attribute("max"), slider.input_value()
+        for target in (hi if now != hi else lo, str((int(lo) + int(hi)) // 2)):
+            before = root.evaluate(STATE)
+            move(root, slider, target)
+            assert root.evaluate(STATE) != before, f"{name}: slider to {target} changed nothing"
+            assert_not_blank(root, f"{name}, slider at {target}")
+    for select in root.locator("select").all():
+        label = select.get_attribute("class")
+        values = select.evaluate("el => Array.from(el.options).map(o => o.value)")
+        current = select.input_value()
+        for value in [v for v in values if v != current] + [current]:
+            before = root.evaluate(STATE)
+            move(root, select, value)
+            assert root.evaluate(STATE) != before, f"{name}: {label} = {value} changed nothing"
+            assert_not_blank(root, f"{name}, {label} = {value}")
+
+
+def test_twin_pages_load_the_shared_script_once(built_site):
+    pages = pages_with_twins(built_site)
+    assert any(p.name == "01_batching.html" for p in pages), "Chapter 1's twin is missing"
+    assert (built_site / "_static" / "chalk-twin.js").is_file()
+    for page in pages:
+        html = page.read_text()
+        assert len(SCRIPT_TAG.findall(html)) == 1, page
+        assert "function setup(root" not in html, f"{page}: the drawing code is inlined"
+
+
+def test_every_twin_responds_to_every_control(built_site, chromium_browser):
+    checked = 0
+    for path in pages_with_twins(built_site):
+        page, refused = open_offline(chromium_browser, path.as_uri())
+        twins = page.locator(".chalk-twin")
+        for k in range(twins.count()):
+            root = twins.nth(k)
+            root.scroll_into_view_if_needed()
+            name = f"{path.relative_to(built_site)} twin {k}"
+            assert root.locator(".chalk-twin-note").is_hidden(), f"{name}: the JupyterLab note shows"
+            assert root.locator("mjx-container").count() == 0, f"{name}: MathJax typeset the twin's text"
+            check_twin(root, name)
+            root.screenshot(path=str(SHOTS / f"twin_{path.stem}_{k}.png"))
+            checked += 1
+        assert not [u for u in refused if u.startswith("http")], refused
+        page.context.close()
+    assert checked >= 1
+
+
+def gantt_view(stages, shift):
+    """A pipeline schedule as rectangles, one frame per slider stop: micro-batches move right."""
+    frames = []
+    for step in range(3):
+        shapes = [twin.text(10, 40 + 30 * s, f"stage {s}") for s in range(stages)]
+        shapes += [twin.rect(70 + 40 * (m + s + step * shift), 28 + 30 * s, 36, 20, "#0072B2", f"micro-batch {m}")
+                   for s in range(stages) for m in range(2)]
+        shapes.append(twin.line(70, 25, 70, 30 + 30 * stages))
+        frames.append(shapes)
+    return {"panels": [{"frames": frames}],
+            "readout": {"pick": [0, 0, 1], "values": {"bubble": [0.5, 0.25, None]}, "constants": {"stages": stages}}}
+
+
+@pytest.fixture
+def shapes_twin_page(tmp_path):
+    data = twin.twin_data(
+        controls=[twin.select("stages", "stages", [("2", "2 stages"), ("4", "4 stages")]),
+                  twin.slider("step", "step", [1, 2, 3], 1)],
+        panels=[twin.shapes("pipeline schedule", 400, 160)],
+        styles={}, legend=[],
+        templates=["{stages} stages, step {step}: bubble {bubble}", "!{stages} stages: done"],
+        views={"2": gantt_view(2, 1), "4": gantt_view(4, 1)})
+    page = tmp_path / "shapes.html"
+    page.write_text(f'<!doctype html><html><head><script src="{twin.SCRIPT.as_uri()}"></script></head>'
+                    f'<body>{twin.twin_html(data)}</body></html>')
+    return page
+
+
+def test_shapes_twin_draws_and_switches_frames(shapes_twin_page, chromium_browser):
+    page, _ = open_offline(chromium_browser, shapes_twin_page.as_uri())
+    root = page.locator(".chalk-twin")
+    assert root.locator("svg rect").count() == 2 * 2
+    assert root.locator(".chalk-twin-readout").inner_text() == "2 stages, step 1: bubble 0.5"
+    check_twin(root, "shapes fixture")
+    move(root, root.locator("select"), "4")
+    assert root.locator("svg rect").count() == 4 * 2
+    assert root.locator("svg rect title").first.text_content() == "micro-batch 0"
+    root.screenshot(path=str(SHOTS / "twin_shapes_fixture.png"))
+    page.context.close()
+
+
+def test_in_jupyterlab_the_twin_gives_way_to_the_live_explorer(shapes_twin_page, chromium_browser):
+    # JupyterLab wraps each output in .jp-OutputArea-output and does not load the site's script.
+    body = re.search(r"<body>(.*)</body>", shapes_twin_page.read_text(), re.S).group(1)
+    lab = shapes_twin_page.with_name("lab.html")
+    lab.write_text(f'<!doctype html><html><body><div class="jp-OutputArea-output">{body}</div></body></html>')
+    page, _ = open_offline(chromium_browser, lab.as_uri())
+    assert page.locator(".chalk-twin-body").is_hidden()
+    assert "static version" in page.locator(".chalk-twin-note").inner_text()
+    page.context.close()
