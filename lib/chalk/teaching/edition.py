@@ -16,10 +16,9 @@ from pathlib import Path
 
 import nbformat
 
+from .chapters import ROOT
 from .student import SolutionMarkerError, student_notebook
 
-ROOT = Path(__file__).resolve().parents[3]
-"""The repository (the library is installed editable from ``lib/``)."""
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 """The earliest time a zip entry can hold; any fixed value makes the archive reproducible."""
 _NOT_COPIED = (".git", ".venv", "_build", ".pytest_cache", ".hypothesis", ".jupyter_cache",

@@ -17,7 +17,6 @@ import csv
 import json
 import math
 import os
-import pkgutil
 import re
 import secrets
 import shutil
@@ -34,6 +33,7 @@ from nbclient.exceptions import DeadKernelError
 
 from . import problems
 from ..errors import ChalkError
+from .chapters import chapter_modules
 from .exercises import RIGHT, UNANSWERED, Exercise, Mistake, judge, problem_set
 
 DEFAULT_TIMEOUT = 120
@@ -53,8 +53,7 @@ class GradingError(ChalkError):
 # --- the key ----------------------------------------------------------------------------------
 def known_problem_sets() -> list[str]:
     """Chapters with an answer key, ``chalk.teaching.problems.chNN_name`` -> ``"NN_name"``."""
-    return sorted(m.name[2:] for m in pkgutil.iter_modules(problems.__path__)
-                  if re.fullmatch(r"ch\d\d_\w+", m.name))
+    return sorted(chapter_modules(problems))
 
 
 def _constant(value):

@@ -1,0 +1,108 @@
+"""The course's chapters, found from their files, and the links between a chapter's pages.
+
+A chapter is a name ``NN_topic`` (``"01_batching"``) shared by its files:
+
+* ``notebooks/NN_topic.ipynb``, the chapter; ``exercises/NN_topic.ipynb``, its problem set;
+* ``exercises/flashcards/NN_topic.yml``, its deck;
+* ``chalk.teaching.problems.chNN_topic``, its answer key; ``chalk.teaching.cards.chNN_topic``, the
+  numbers and figures of its cards.
+
+Nothing lists the chapters in code: every consumer (grader, decks, student edition, corrections
+page) discovers them from these files, so a new chapter is picked up by adding its files.
+"""
+import html
+import pkgutil
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+import nbformat
+
+from ..errors import lookup
+
+ROOT = Path(__file__).resolve().parents[3]
+"""The repository (the library is installed editable from ``lib/``)."""
+
+PLANNED = {
+    "01_batching": "How batch size sets token cost and speed",
+    "02_moe_racks": "How MoE models are laid out across racks",
+    "03_pipelining": "Pipeline parallelism across racks",
+    "04_memory_capacity": "Why pipelining is not wise: capacity against bandwidth",
+    "05_overtraining": "RL and over-training past Chinchilla",
+    "06_long_context_pricing": "Long-context costs from API prices",
+    "07_ciphers_revnets": "Neural nets, ciphers and RevNets",
+}
+"""The syllabus's chapters, so that material for a chapter not yet written can name it."""
+
+_NAME = re.compile(r"\d\d_\w+")
+_MODULE = re.compile(r"ch(\d\d_\w+)")
+
+
+def chapter_modules(package: ModuleType) -> dict[str, str]:
+    """``{chapter: module name}`` of the per-chapter modules ``chNN_topic`` in ``package``."""
+    return {m.group(1): f"{package.__name__}.{info.name}" for info in pkgutil.iter_modules(package.__path__)
+            if (m := _MODULE.fullmatch(info.name))}
+
+
+@dataclass(frozen=True)
+class Chapter:
+    name: str
+    """``NN_topic``, the stem of every file of the chapter."""
+    root: Path = ROOT
+
+    @property
+    def number(self) -> int:
+        return int(self.name[:2])
+
+    @property
+    def notebook(self) -> Path:
+        return self.root / "notebooks" / f"{self.name}.ipynb"
+
+    @property
+    def problem_set(self) -> Path:
+        return self.root / "exercises" / f"{self.name}.ipynb"
+
+    @property
+    def deck(self) -> Path:
+        return self.root / "exercises" / "flashcards" / f"{self.name}.yml"
+
+    @property
+    def written(self) -> bool:
+        return self.notebook.exists()
+
+    @property
+    def title(self) -> str:
+        """The notebook's first heading once it is written, else the syllabus's title."""
+        if self.written:
+            for cell in nbformat.read(self.notebook, as_version=4).cells:
+                if cell.cell_type == "markdown" and (m := re.search(r"^# (.+)$", cell.source, re.M)):
+                    return m.group(1).strip()
+        return PLANNED.get(self.name, self.name)
+
+    def url(self, page: str = "chapter", anchor: str = "") -> str:
+        """The site address of one of the chapter's pages, from a page one folder deep (as every
+        chapter, problem set and book page is)."""
+        path = {"chapter": f"../notebooks/{self.name}.html", "problems": f"../exercises/{self.name}.html",
+                "cards": f"../book/flashcards.html#deck-{self.name}"}
+        return lookup("page", page, path, param="page") + (f"#{anchor}" if anchor else "")
+
+
+def chapters(root: Path = ROOT) -> list[Chapter]:
+    """Every chapter the syllabus plans or the tree holds a file of, in chapter order."""
+    files = [*root.glob("notebooks/*.ipynb"), *root.glob("exercises/*.ipynb"), *root.glob("exercises/flashcards/*.yml")]
+    names = set(PLANNED) | {p.stem for p in files if _NAME.fullmatch(p.stem)}
+    return [Chapter(n, root) for n in sorted(names)]
+
+
+def links(chapter: str, root: Path = ROOT) -> str:
+    """HTML for the foot of a chapter: "Problem set · Flashcards", each shown only if it exists.
+
+    Call it in a code cell of the chapter notebook (``HTML(links("01_batching"))``); the
+    addresses are the website's.
+    """
+    ch = lookup("chapter", chapter, {c.name: c for c in chapters(root)}, param="chapter")
+    items = [(ch.url("problems"), "Problem set")] if ch.problem_set.exists() else []
+    items += [(ch.url("cards"), "Flashcards")] if ch.deck.exists() else []
+    anchors = " · ".join(f'<a href="{html.escape(href)}">{text}</a>' for href, text in items)
+    return f'<p class="chalk-links"><strong>Chapter {ch.number}:</strong> {anchors}</p>' if items else ""
