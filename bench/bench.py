@@ -1,56 +1,45 @@
-"""Benchmarks of the course, written to _build/bench.json.
+"""Benchmarks of the course against its budgets: `make bench` prints them and writes _build/bench.json.
 
-Each entry of BENCHMARKS is a function returning a dict of measurements; add one (build time,
-page weight, ...) and it is run and recorded with the others. Budgets are stated beside each.
+Each entry of BENCHMARKS is a step returning a dict of measurements; bench/budgets.toml bounds them
+by name, and each budget prints PASS, FAIL or SKIP. BENCH_SKIP=test,build (any steps, comma
+separated) leaves steps out while developing; skipping build measures the site already in _build/html.
 """
+import fnmatch
 import json
-import re
+import os
 import shutil
 import statistics
 import subprocess
 import sys
 import time
+import tomllib
+import urllib.parse
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "_build" / "bench.json"
-
-WIDGET_BUDGET_MS = 50.0
-"""Median time of one explorer update (formulas and redraw) that still feels live."""
-
-# A user's session: one control moved at a time, batch and context most often.
-WIDGET_UPDATES = [
-    {"batch": 10}, {"batch": 30}, {"batch": 100}, {"batch": 300}, {"batch": 3000},
-    {"context": 1000}, {"context": 8000}, {"context": 32000}, {"batch": 20000}, {"batch": 500},
-    {"dtype": "bf16"}, {"batch": 800}, {"context": 2000}, {"usd_per_chip_hour": 3.5},
-    {"chip": "B200", "chips": 8}, {"batch": 50}, {"batch": 5000}, {"context": 16000},
-    {"model": "llama-3-70b"}, {"batch": 200}, {"batch": 2000}, {"context": 500},
-    {"chip": "H100-SXM"}, {"dtype": "fp8"}, {"batch": 64}, {"batch": 640}, {"context": 4000},
-    {"model": "mixtral-8x7b"}, {"batch": 5}, {"batch": 12000},
-]
+SITE = ROOT / "_build" / "html"
+BUDGETS = Path(__file__).with_name("budgets.toml")
 
 
 def bench_widget() -> dict:
-    """Median and worst wall time of Explorer.update over a scripted session of 30 updates."""
-    from chalk.figures.explorer import Explorer
+    """Median and worst wall time of each chapter's Explorer.update over its scripted session
+    (the chapter's ``SESSION``, listed by ``chalk.figures.explorers``); budgets.toml bounds the
+    medians."""
+    from chalk.figures import explorers
 
-    explorer = Explorer()
-    times = []
-    for params in WIDGET_UPDATES:
-        start = time.perf_counter()
-        explorer.update(**params)
-        times.append(1e3 * (time.perf_counter() - start))
-    median = statistics.median(times)
-    return {"widget_update_median_ms": round(median, 1), "widget_update_max_ms": round(max(times), 1),
-            "widget_updates": len(times), "widget_budget_ms": WIDGET_BUDGET_MS,
-            "widget_within_budget": median <= WIDGET_BUDGET_MS}
-
-
-BUILD_BUDGET_S = 180.0
-"""`make book` on a clean tree, after the install."""
-PAGE_BUDGET_MB = 3.0
-"""The Chapter 1 page with its images and static twin."""
-CHAPTER = ROOT / "_build" / "html" / "notebooks" / "01_batching.html"
+    results = {}
+    for chapter, (cls, session) in explorers().items():
+        explorer = cls()
+        times = []
+        for params in session:
+            start = time.perf_counter()
+            explorer.update(**params)
+            times.append(1e3 * (time.perf_counter() - start))
+        results[f"explorer_{chapter}_update_median_ms"] = round(statistics.median(times), 1)
+        results[f"explorer_{chapter}_update_max_ms"] = round(max(times), 1)
+        results[f"explorer_{chapter}_updates"] = len(times)
+    return results
 
 
 def bench_build() -> dict:
@@ -58,49 +47,128 @@ def bench_build() -> dict:
     for folder in ("html", "jupyter_execute", ".doctrees"):
         shutil.rmtree(ROOT / "_build" / folder, ignore_errors=True)
     jupyter_book = Path(sys.executable).with_name("jupyter-book")
+    seconds, log = _timed([str(jupyter_book), "build", str(ROOT), "--all"], "build")
+    if log:
+        sys.exit(f"bench: the site build failed, so its pages cannot be weighed:\n{log}")
+    return {"build_clean_s": round(seconds, 1)}
+
+
+def bench_test() -> dict:
+    """Wall time of `make test`, the whole suite as CI runs it; a failing suite is timed all the same."""
+    seconds, log = _timed(["make", "test"], "test")
+    if log:
+        print(f"bench: `make test` failed:\n{log}", file=sys.stderr)
+    return {"make_test_s": round(seconds, 1), "make_test_passed": not log}
+
+
+def _timed(command: list[str], name: str) -> tuple[float, str]:
+    """(seconds `command` took, "" or the tail of its log if it failed); the log is _build/bench-<name>.log."""
+    log = OUT.with_name(f"bench-{name}.log")
+    log.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    subprocess.run([str(jupyter_book), "build", str(ROOT), "--all"], cwd=ROOT, check=True,
-                   capture_output=True)
+    with log.open("w") as sink:
+        proc = subprocess.run(command, cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT)
     seconds = time.perf_counter() - start
-    return {"build_clean_s": round(seconds, 1), "build_budget_s": BUILD_BUDGET_S,
-            "build_within_budget": seconds <= BUILD_BUDGET_S}
+    return seconds, "" if proc.returncode == 0 else f"{log}:\n{log.read_text()[-3000:]}"
 
 
-def bench_page_weight() -> dict:
-    """Bytes of the Chapter 1 page: its HTML and images, and everything a browser loads for it."""
+def bench_pages(site: Path = SITE) -> dict:
+    """Bytes of every file a browser requests for each built page, and any request that leaves the site.
+
+    Each page opens in a fresh Chromium context (a cold cache, as a first visit) with the network
+    cut off; it counts as loaded once MathJax has typeset and the fonts it asked for have arrived.
+    """
     from playwright.sync_api import sync_playwright
 
-    own = CHAPTER.stat().st_size + sum(
-        (CHAPTER.parent / src).stat().st_size
-        for src in _image_sources(CHAPTER.read_text()))
-    loaded = 0
+    results, files, external = {}, {}, {}
+    pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html")
+                   if not p.relative_to(site).parts[0].startswith("_"))
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=["--no-sandbox"])
-        page = browser.new_page()
-        sizes = []
-        page.on("requestfinished", lambda req: sizes.append(len(req.response().body())))
-        page.goto(CHAPTER.as_uri(), wait_until="networkidle")
-        loaded = sum(sizes)
+        browser = pw.chromium.launch(executable_path=shutil.which("chromium"),
+                                     args=["--no-sandbox", "--disable-gpu"])
+        for rel in pages:
+            files[rel], external[rel] = _load(browser, site, rel)
+            results[f"page_mb:{rel}"] = round(sum(files[rel].values()) / 1e6, 2)
         browser.close()
-    return {"chapter1_page_mb": round(own / 1e6, 2), "chapter1_all_loaded_mb": round(loaded / 1e6, 2),
-            "page_budget_mb": PAGE_BUDGET_MB, "page_within_budget": own / 1e6 <= PAGE_BUDGET_MB}
+    results["external_requests"] = sum(len(urls) for urls in external.values())
+    results["page_files"] = {rel: {"files": files[rel], "external": external[rel]} for rel in pages}
+    return results
 
 
-def _image_sources(html: str) -> list[str]:
-    return sorted(set(re.findall(r'<img[^>]+src="([^"]+)"', html)) - {""})
+def _load(browser, site: Path, rel: str) -> tuple[dict, list]:
+    """({file under the site: bytes}, [urls outside it]) of one page as Chromium loads it."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    outside = []
+
+    def only_files(route):
+        if route.request.url.startswith("file://"):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", only_files)
+    page = context.new_page()
+    loaded = {}
+
+    def count(request):
+        # The file's size on disk is what Chromium read (file:// has no compression); asking
+        # Chromium for the body fails for a response the page has moved on from.
+        path = Path(urllib.parse.unquote(urllib.parse.urlsplit(request.url).path))
+        name = path.relative_to(site).as_posix() if path.is_relative_to(site) else str(path)
+        loaded[name] = loaded.get(name, 0) + path.stat().st_size
+
+    page.on("requestfinished", count)
+    page.goto((site / rel).as_uri(), wait_until="networkidle")
+    page.evaluate("async () => { if (window.MathJax?.startup?.promise) await MathJax.startup.promise;"
+                  " await document.fonts.ready; }")
+    page.wait_for_load_state("networkidle")
+    context.close()
+    return dict(sorted(loaded.items(), key=lambda item: -item[1])), outside
 
 
-BENCHMARKS = [bench_widget, bench_build, bench_page_weight]
+BENCHMARKS = {"widget": bench_widget, "build": bench_build, "pages": bench_pages, "test": bench_test}
+
+
+def budgets() -> dict[str, float]:
+    """{pattern of measurement names: most allowed}, from bench/budgets.toml."""
+    with BUDGETS.open("rb") as f:
+        return tomllib.load(f)["max"]
+
+
+def verdicts(results: dict, limits: dict[str, float]) -> list[tuple[str, str]]:
+    """(PASS, FAIL or SKIP, line) for every budget: each measurement whose name matches its pattern."""
+    lines = []
+    for pattern, limit in limits.items():
+        measured = {k: v for k, v in results.items() if fnmatch.fnmatchcase(k, pattern)}
+        if not measured:
+            lines.append(("SKIP", f"{pattern} <= {limit}: not measured"))
+        for key, value in measured.items():
+            lines.append(("PASS" if value <= limit else "FAIL", f"{key} = {value} (budget {limit})"))
+    return lines
 
 
 def main() -> dict:
+    limits = budgets()
+    skip = set(filter(None, os.environ.get("BENCH_SKIP", "").split(",")))
+    unknown = skip - set(BENCHMARKS)
+    if unknown:
+        sys.exit(f"BENCH_SKIP: unknown step(s) {sorted(unknown)}; the steps are {list(BENCHMARKS)}")
     results = {}
-    for bench in BENCHMARKS:
-        results.update(bench())
+    for name, bench in BENCHMARKS.items():
+        if name not in skip:
+            results.update(bench())
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(results, indent=2) + "\n")
+    pages = results.pop("page_files", {})
     for key, value in results.items():
         print(f"{key}: {value}")
+    for rel, page in pages.items():
+        if any(fnmatch.fnmatchcase(f"page_mb:{rel}", pattern) for pattern in limits):
+            largest = list(page["files"].items())[:5]
+            print(f"largest files of {rel}: " + ", ".join(f"{n} {b / 1e6:.2f} MB" for n, b in largest))
+    for verdict, line in verdicts(results, limits):
+        print(f"{verdict} {line}")
     return results
 
 
