@@ -65,7 +65,7 @@ def test_deduce_lists_everything():
     (lambda: prices.get("nope"), "price"),
     (lambda: pricing.implied_kv_bytes_per_token("openai/gpt-5", "deepseek-v3"), "price"),
     (lambda: pricing.implied_kv_bytes_per_token("google/gemini-2.5-pro", "nope"), "model"),
-    (lambda: pricing.implied_kv_bytes_per_token("google/gemini-2.5-pro", "deepseek-v3", "nope"), "chip"),
+    (lambda: pricing.implied_kv_bytes_per_token("google/gemini-2.5-pro", "deepseek-v3", "nope"), "target"),
     (lambda: pricing.tier_for_hold(0), "hold_seconds"),
     (lambda: pricing.tier_for_hold(-5), "hold_seconds"),
     (lambda: prices.get("openai/gpt-5").ratio("cache_write_5m"), "field"),

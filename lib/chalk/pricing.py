@@ -72,7 +72,7 @@ def implied_kv_bytes_per_token(price, model, target="H100-SXM", dtype="bf16",
     model = models.get(model) if isinstance(model, str) else model
     if not price.long_context:
         raise ChalkError(f"price: {price.name} has no long-context price step to read")
-    hw = systems.system_or_chip(target)
+    hw = systems.system_or_chip(target, param="target")
     step = price.long_context["above_tokens"]
     r_value = hw.intensity(dtype)
     value = float(kv_bytes_from_step.subs({N_act: model.active_params, roofline.r: r_value, L_star: step}))

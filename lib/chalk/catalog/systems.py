@@ -94,11 +94,12 @@ def names() -> list[str]:
     return list(catalog_systems())
 
 
-def system_or_chip(name: str):
-    """A system (``gb200-nvl72``) or else a chip (``H100-SXM``) by name, ignoring case."""
+def system_or_chip(name: str, param: str = "system"):
+    """A system (``gb200-nvl72``) or else a chip (``H100-SXM``) by name, ignoring case; an unknown
+    name is an error naming ``param``."""
     for table in (catalog_systems(), hardware.catalog_chips()):
         key = find(name, table)
         if key is not None:
             return table[key]
     raise unknown("system or chip", name, [*catalog_systems(), *hardware.catalog_chips()],
-                  param="system", plural="systems and chips")
+                  param=param, plural="systems and chips")

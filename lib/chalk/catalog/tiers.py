@@ -35,6 +35,6 @@ def catalog_tiers() -> dict[str, Tier]:
 
 def tiers_with_hbm(target="H100-SXM") -> list[Tier]:
     """The HBM of ``target`` (a chip or system) followed by the catalog tiers, fastest first."""
-    hw = systems.system_or_chip(target)
+    hw = systems.system_or_chip(target, param="target")
     hbm = Tier(f"hbm-{hw.name}", f"HBM of {hw.name}", hw.hbm_capacity, hw.hbm_bandwidth, hw.source, hw.as_of)
     return sorted([hbm, *catalog_tiers().values()], key=lambda t: t.drain_time)
