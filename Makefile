@@ -41,14 +41,20 @@ grade: $(STAMP)
 deck: $(STAMP)
 	$(BIN)/python -m chalk.teaching.decks --out _build/decks
 
+# Each chapter notebook runs once per test run, in test_site's site build (-W fails on any cell
+# error); nbmake runs the problem sets and their student editions.
 test: $(STAMP) student
 	$(BIN)/python -m pytest -n 2 --dist loadfile tests \
-	  --nbmake notebooks exercises _build/student/exercises
+	  --nbmake exercises _build/student/exercises
 
+# make bench [BENCH_SKIP=test,build]: budgets in bench/budgets.toml; not a test, it never fails on one.
 bench: $(STAMP)
 	$(BIN)/python bench/bench.py
 
+# jupyterlab-myst (pinned in requirements.txt) renders the notebooks' MyST prose: {eval} numbers,
+# admonitions, folded answers. Enabling it is idempotent.
 lab: $(STAMP)
+	$(BIN)/jupyter labextension enable jupyterlab-myst
 	$(BIN)/jupyter lab notebooks
 
 clean:
