@@ -26,7 +26,7 @@ from conftest import find_chromium
 
 SHOTS = ROOT / "_build" / "screenshots"
 CHAPTERS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
-RAW_MYST = ("{eval", "{glue", ":::{", "```{", "{cite")
+RAW_MYST = ("{eval", "{glue", ":::{", "```{", "{cite", "{term")
 # Settings a fresh JupyterLab would ask about or apply lazily: start the notebook's kernel
 # without a dialog, attach every cell to the page (so all of it can be read), keep the news
 # prompt away, and never autosave into the served copy.
