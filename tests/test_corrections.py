@@ -9,7 +9,11 @@ from chalk.errors import ChalkError
 from chalk.teaching import chapters, corrections
 from conftest import ROOT
 
-NOTES_LIST = 16
+NOTES_LIST = {"dropped-constants", "deepseek-sparsity", "ratio-not-stable", "drain-not-floor",
+              "sparse-attention", "equal-cost", "rl-coefficients", "overtraining-guess", "gemini-step",
+              "output-input-ratio", "flash-disk-drain", "quadratic-attention", "speculative-decoding",
+              "hop-latency", "scale-up-out", "transcript-slips"}
+"""The sixteen places lecture-notes section 10 lists; chapters add the slips they find beyond it."""
 """Places the lecture notes (§10) list where the lecture is loose."""
 NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 
@@ -24,7 +28,7 @@ def statement(correction_id: str) -> str:
 
 def test_every_place_the_notes_list_is_registered_once():
     ids = [c.id for c in corrections.REGISTRY]
-    assert len(ids) == NOTES_LIST == len(set(ids))
+    assert len(ids) == len(set(ids)) and NOTES_LIST <= set(ids), sorted(NOTES_LIST - set(ids))
     assert all(re.fullmatch(r"[a-z][a-z0-9-]*", i) for i in ids)
 
 

@@ -29,6 +29,7 @@ import sympy as sp
 
 from .catalog import models as _models
 from .catalog import systems as _systems
+from .catalog.quoted import LECTURE
 from .errors import ChalkError, lookup, non_negative, positive, positive_int
 from .notation import (E, F, L_stage, N_act, N_tot, P, W_out, W_up, b_act, b_g, b_kv, d_model, k, m,
                        n_CP, n_DP, n_TP, n_layers, n_tok, rho, t_B, t_F, v)
@@ -351,6 +352,8 @@ t_scale_out = x_token / W_out
 RACK_RATIO = sp.simplify((t_scale_up / t_scale_out).subs(W_up, rho * W_out))
 """Scale-up over scale-out time per stage, 2 k L_stage (E-1)/(E rho): at least 1 keeps the rack
 boundary off the critical path. Bytes per token and the widths cancel."""
+LECTURE_RHO = LECTURE["scale_up_to_out"]
+"""The scale-up to scale-out ratio the lecture writes on the board (notes section 4.2)."""
 LECTURE_RATIO = sp.limit(RACK_RATIO, E, sp.oo)
 """The lecture's 2 k L_stage / rho (rho = 8 on the board): every copy counted as leaving the chip."""
 MIN_LAYERS = sp.solve(sp.Eq(RACK_RATIO, 1), L_stage)[0]
