@@ -49,7 +49,7 @@ def test_more_inference_means_a_smaller_model_on_more_tokens(ex):
     ({"target_loss": 1.7}, ["target_loss", "1.8172"]),           # at or below epoch's irreducible loss
     ({"rl_inefficiency": 0.5}, ["rl_inefficiency", "between 1"]),
     ({"inference_tokens": 0.0}, ["inference_tokens"]),
-    ({"rl_flops_per_param_token": 7.0}, ["rl_flops_per_param_token", "2", "6"]),
+    ({"rl_flops_per_param_token": 11.0}, ["rl_flops_per_param_token", "2", "10"]),
 ])
 def test_bad_inputs_show_a_message_naming_the_parameter(params, words):
     e = Explorer(fit="epoch", **params)

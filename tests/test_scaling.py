@@ -197,7 +197,7 @@ def test_catalog_overtraining_uses_active_parameters():
     (lambda: scaling.lifetime_optimal(2.0, 1e12, inference_efficiency=0), "inference_efficiency"),
     (lambda: scaling.lifetime_optimal(2.0, 1e12, inference_efficiency=1.5), "inference_efficiency"),
     (lambda: scaling.lifetime_optimal(2.0, 1e12, rl_tokens=-1), "rl_tokens"),
-    (lambda: scaling.lifetime_optimal(2.0, 1e12, rl_flops_per_param_token=7), "rl_flops_per_param_token"),
+    (lambda: scaling.lifetime_optimal(2.0, 1e12, rl_flops_per_param_token=11), "rl_flops_per_param_token"),
     (lambda: scaling.lifetime_optimal(2.0, 1e12, rl_efficiency=-0.1), "rl_efficiency"),
     (lambda: scaling.lifetime_optimal(2.0, 1e12, fit="nope"), "fit"),
     (lambda: scaling.lifetime_flops(0, 1e12, 1e12), "N"),
@@ -226,3 +226,24 @@ def test_unknown_fit_lists_the_known_ones():
 def test_target_loss_error_gives_the_irreducible_loss():
     with pytest.raises(ChalkError, match="1.8172"):
         scaling.lifetime_optimal(1.8, 1e12, fit="epoch")
+
+
+def test_structured_rl_cost_counts_each_pass():
+    # One rollout token at decode efficiency 1/4: generation 2 * 4 = 8; half the tokens trained on,
+    # each 6 + 2 * 2 (two extra forward passes) = 10, so 5 per rollout token: 13 in all.
+    assert scaling.rl_flops_per_rollout_token(0.25, 0.5, 2) == pytest.approx(13)
+    # Generation alone at training efficiency is the lecture's lower end, kappa = 2.
+    assert scaling.rl_flops_per_rollout_token(1, 0, 0) == pytest.approx(scaling.KAPPA_RANGE[0])
+    # Generated and trained on every rollout with one extra forward, all at training efficiency:
+    # 2 + 6 + 2 = 10, the upper end chalk accepts.
+    assert scaling.rl_flops_per_rollout_token(1, 1, 1) == pytest.approx(scaling.KAPPA_RANGE[1])
+
+
+@pytest.mark.parametrize("kwargs, param", [
+    (dict(decode_efficiency=0, trained_fraction=0.5), "decode_efficiency"),
+    (dict(decode_efficiency=0.3, trained_fraction=1.5), "trained_fraction"),
+    (dict(decode_efficiency=0.3, trained_fraction=0.5, extra_forward_passes=-1), "extra_forward_passes"),
+])
+def test_structured_rl_cost_names_bad_input(kwargs, param):
+    with pytest.raises(ChalkError, match=rf"\b{param}\b"):
+        scaling.rl_flops_per_rollout_token(**kwargs)

@@ -82,7 +82,25 @@ u_compute_optimal = sp.simplify(1 / (1 + frontier_term_ratio))
 """The share beta/(alpha + beta) on the frontier, which also minimises 6 N D at a fixed loss."""
 
 rl_flops = kappa * N_act * D_RL / eta_RL
-"""RL: rollouts generated (2 per parameter per token) and partly trained on, kappa in [2, 6]."""
+"""RL as the lecture writes it: kappa FLOPs per parameter per rollout token, all at the efficiency
+eta_RL. A simplification: see ``rl_flops_structured``."""
+
+eta_dec = sp.Symbol(r"\eta_\text{dec}", positive=True)
+"""Efficiency of rollout generation in the inference engine, relative to pre-training's."""
+trained_fraction = sp.Symbol("f", nonnegative=True)
+"""Fraction of the rollout tokens the trainer learns from."""
+extra_forwards = sp.Symbol("r", nonnegative=True)
+"""Extra forward passes per trained token (reference model, old-policy log-probs)."""
+rl_flops_structured = N_act * D_RL * (forward_flops / N_act / eta_dec
+                                      + trained_fraction * (pretraining_flops / (N_act * D)
+                                                            + extra_forwards * forward_flops / N_act))
+"""RL as real stacks run it: every rollout token generated at decode efficiency (2/eta_dec), and the
+trained fraction f costing forward + backward (6) plus r extra forward passes (2 each) at training
+efficiency: 8 to 10 FLOPs per parameter per trained token for r = 1 or 2."""
+rl_kappa_over_eta = sp.simplify(rl_flops_structured / (N_act * D_RL))
+"""The structured form's FLOPs per parameter per rollout token: what the lecture's kappa/eta_RL stands for."""
+KAPPA_RANGE = (2, 10)
+"""kappa from generation alone (2) to generating and training on every rollout with one extra forward pass (2 + 6 + 2)."""
 inference_flops = forward_flops * D_inf / eta_inf
 """Serving: a forward pass per token, at a lower efficiency than training (decode is memory bound)."""
 lifetime_flops_expr = pretraining_flops + rl_flops + inference_flops
@@ -188,7 +206,7 @@ def _check_use(inference_tokens, inference_efficiency, rl_tokens, rl_flops_per_p
     positive("inference_tokens", inference_tokens)
     _efficiency("inference_efficiency", inference_efficiency)
     non_negative("rl_tokens", rl_tokens)
-    in_range("rl_flops_per_param_token", rl_flops_per_param_token, 2, 6)
+    in_range("rl_flops_per_param_token", rl_flops_per_param_token, *KAPPA_RANGE)
     _efficiency("rl_efficiency", rl_efficiency)
     return tuple(np.asarray(v, float) for v in (inference_tokens, inference_efficiency, rl_tokens,
                                                  rl_flops_per_param_token, rl_efficiency))
@@ -264,12 +282,25 @@ def token_split(rl_flops_per_param_token=LECTURE["rl_flops_per_param_token"],
     """(D_pre/D_RL, D_pre/D_inf) when pre-training, RL and inference cost the same: the lecture's
     thirds. Inefficiencies are 1/eta (3 = a third of pre-training's efficiency); the lecture's
     inputs give (1.5, 1)."""
-    in_range("rl_flops_per_param_token", rl_flops_per_param_token, 2, 6)
+    in_range("rl_flops_per_param_token", rl_flops_per_param_token, *KAPPA_RANGE)
     for name, value in (("rl_inefficiency", rl_inefficiency), ("inference_inefficiency", inference_inefficiency)):
         positive(name, value)
         in_range(name, value, 1, np.inf)
     values = {kappa: rl_flops_per_param_token, eta_RL: 1 / rl_inefficiency, eta_inf: 1 / inference_inefficiency}
     return float(split_rl.subs(values)), float(split_inf.subs(values))
+
+
+_rl_per_token = sp.lambdify((eta_dec, trained_fraction, extra_forwards), rl_kappa_over_eta)
+
+
+def rl_flops_per_rollout_token(decode_efficiency, trained_fraction, extra_forward_passes=1.0):
+    """FLOPs per parameter per rollout token of RL run as real stacks run it, in units of training
+    efficiency: 2/eta_dec + f (6 + 2 r). It plays the part of the lecture's kappa/eta_RL."""
+    _efficiency("decode_efficiency", decode_efficiency)
+    in_range("trained_fraction", trained_fraction, 0, 1)
+    non_negative("extra_forward_passes", extra_forward_passes)
+    return _scalar_or_array(_rl_per_token(*(np.asarray(v, float) for v in
+                                            (decode_efficiency, trained_fraction, extra_forward_passes))))
 
 
 def served_tokens(tokens_per_second, days):

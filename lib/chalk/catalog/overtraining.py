@@ -37,8 +37,9 @@ def _fit(name: str, entry: dict) -> Fit:
 
 _TABLE = catalog.load("overtraining.toml")
 for _name, _entry in _TABLE.items():
-    if _entry.get("kind") not in ("fit", "inputs"):
-        raise ChalkError(f"overtraining.toml [{_name}]: kind must be 'fit' or 'inputs', got {_entry.get('kind')!r}")
+    if _entry.get("kind") not in ("fit", "inputs", "reported"):
+        raise ChalkError(f"overtraining.toml [{_name}]: kind must be 'fit', 'inputs' or 'reported', "
+                         f"got {_entry.get('kind')!r}")
 
 FITS = MappingProxyType({n: _fit(n, e) for n, e in _TABLE.items() if e["kind"] == "fit"})
 """The published loss fits by name: ``hoffmann``, ``hoffmann-rounded``, ``epoch``."""
@@ -48,3 +49,8 @@ catalog.require("overtraining.toml [lecture]", _lecture,
                 {k: float for k in _lecture if k not in ("source", "as_of")})
 LECTURE = MappingProxyType({k: v if k in ("source", "as_of") else float(v) for k, v in _lecture.items()})
 """The lecture's inputs to its over-training estimate (§6.2-6.4 of the notes), every one a guess."""
+
+REPORTED = MappingProxyType({n: MappingProxyType({k: v if isinstance(v, str) else float(v) for k, v in e.items()
+                                                  if k != "kind"})
+                             for n, e in _TABLE.items() if e["kind"] == "reported"})
+"""Compute-optimal points other labs report from their own fits: ``llama3-scaling-law``."""

@@ -246,7 +246,7 @@ class Explorer(explorer.Explorer):
         linear_slider("target_loss", "target loss", 1.85, 2.6, 0.05, valid=(0.01, 10)),
         log_slider("inference_tokens", "inference tokens", 1e11, 1e17, per_decade=4),
         log_slider("rl_tokens", "RL tokens", 1e11, 1e16, per_decade=4, valid=(0, 1e17)),
-        linear_slider("rl_flops_per_param_token", "RL FLOPs/param/token", 2, 6, 0.5),
+        linear_slider("rl_flops_per_param_token", "RL FLOPs/param/token", *scaling.KAPPA_RANGE, 0.5),
         linear_slider("rl_inefficiency", "RL inefficiency 1/η", 1, 10, 0.5, valid=(0.01, 100)),
         linear_slider("inference_inefficiency", "decode inefficiency 1/η", 1, 10, 0.5, valid=(0.01, 100)),
     )
