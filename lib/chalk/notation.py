@@ -88,6 +88,7 @@ p = _sym("p")
 q = _sym("q")
 n_tok = _sym(r"n_\text{tok}")
 b_act = _sym(r"b_\text{act}")
+b_logit = _sym(r"b_\text{logit}")
 n_bits = _sym(r"n_\text{bits}")
 n_exp = _sym(r"n_\text{exp}")
 n_red = _sym(r"n_\text{red}")
@@ -175,6 +176,7 @@ TABLE: tuple[Entry, ...] = (
     Entry(q, "equal-cost heuristic: exponent of the falling cost", "–"),
     Entry(n_tok, "tokens in one training micro-batch (sequences × sequence length)", "tokens"),
     Entry(b_act, "bytes per stored activation element (BF16 2, FP32 4)", "B"),
+    Entry(b_logit, "bytes per logit (FP32 4, BF16 2)", "B"),
     Entry(n_bits, "bits in one cipher block", "bits"),
     Entry(n_exp, "routed experts in one MoE layer", "–"),
     Entry(n_red, "redundant expert copies placed beside the routed experts (hot experts served twice)", "–"),

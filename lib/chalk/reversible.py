@@ -6,15 +6,17 @@ Four pieces, in the order the chapter teaches them:
   arrays of blocks, uint64 arithmetic masked to ``width`` bits), its avalanche (one input bit
   flipped, the fraction of output bits that flip) against the closed form for a random
   permutation, and the sensitivity of a small residual network layer by layer.
-* Differences. The difference distribution table of an S-box and the best characteristic through
+* Differences. The difference distribution table of an S-box and a greedy characteristic through
   a small substitution-permutation network: differential cryptanalysis as a discrete derivative.
 * Invertibility. ``Coupling(f, g)``, the RevNet coupling, is invertible for any ``f`` and ``g``,
   as a Feistel round is for any round function; ``round_trip_error`` measures what finite
   precision does to the inverse over depth.
 * Memory. Activation bytes kept for the backward pass under three policies (store everything,
   keep each layer's input and recompute the rest, reversible layers), the FLOPs that recomputation
-  adds to 6ND, and ``forward_tape``: a small NumPy transformer forward pass that keeps the arrays
-  each policy keeps, so the formulas can be checked against a byte count.
+  adds to 6ND, the peak (the running layer, inversion buffers, head and logits on top), and
+  ``forward_tape``: a small NumPy transformer forward pass that keeps the arrays each policy keeps.
+  It is written from the same list of tensors as the formula, so its byte count illustrates the
+  accounting; it is not an independent check of which tensors a real framework keeps.
 """
 import math
 from collections.abc import Callable
@@ -23,9 +25,10 @@ import numpy as np
 import sympy as sp
 
 from .catalog import models
-from .catalog.models import TRAINING_FLOPS
+from .catalog.models import ATTENTION_FLOPS, TRAINING_FLOPS
 from .errors import ChalkError, lookup, non_negative, positive, positive_int
-from .notation import D, L, N_act, b_act, d_model, n_bits, n_heads, n_layers, n_tok
+from .notation import (D, L, N_act, b_act, b_logit, d_ff, d_head, d_model, n_kv, n_bits, n_heads, n_layers,
+                       n_tok, n_vocab)
 
 # --- activation memory: formulas ---------------------------------------------------------------
 KEPT_PER_TOKEN = 16 * d_model * b_act + 2 * d_model
@@ -35,6 +38,13 @@ elements (layer-norm inputs 2, QKV input 1, Q K V 3, attention output 1, MLP inp
 4, GeLU output 4) plus two dropout masks of one byte per element. With b_act = 2 this is the
 paper's 34 d_model."""
 
+KEPT_PER_TOKEN_GATED = (6 * d_model + 2 * n_kv * d_head + 4 * d_ff) * b_act
+"""The same count for a Llama-style layer (grouped-query attention, SwiGLU MLP, no dropout): the
+two norm inputs, the QKV input, Q, the attention output and the MLP input (6 d_model), K and V
+(n_kv d_head each), and the gate and up projections, the SiLU output and their product (d_ff each).
+For a GPT layer (n_kv d_head = d_model, GeLU input and output in place of the four d_ff arrays,
+4 d_model each) the same list gives Korthikanti's 16 elements."""
+
 KEPT_PER_SCORE = 2 * b_act + 1
 """Bytes per attention score a layer keeps when it stores the score matrices: the softmax output,
 its dropout mask (1 byte) and the dropped-out probabilities. With b_act = 2 this is the paper's 5."""
@@ -43,8 +53,12 @@ SCORE_ELEMENTS = n_tok * n_heads * L
 """Attention scores of one layer: each of n_tok tokens against the L tokens of its sequence, per
 head. Memory-efficient (flash) attention recomputes them instead and keeps none."""
 
+LAYER_FULL_BYTES = n_tok * KEPT_PER_TOKEN + SCORE_ELEMENTS * KEPT_PER_SCORE
+"""Every intermediate of one layer: what the "full" policy keeps per layer, and what any policy
+rebuilds for the one layer whose backward is running."""
+
 ACTIVATION_BYTES = {
-    "full": n_layers * (n_tok * KEPT_PER_TOKEN + SCORE_ELEMENTS * KEPT_PER_SCORE),
+    "full": n_layers * LAYER_FULL_BYTES,
     # Only each layer's input survives the forward pass; the backward recomputes the rest one
     # layer at a time.
     "block": n_layers * n_tok * d_model * b_act,
@@ -52,22 +66,63 @@ ACTIVATION_BYTES = {
     # reversible transformer; every earlier layer's input is recovered by inverting the couplings.
     "reversible": 2 * n_tok * d_model * b_act,
 }
-"""Activation bytes kept for the backward pass, by policy. Transient memory of the one layer whose
-backward is running is left out: it is the same for "block" and "reversible"."""
+"""Activation bytes kept BETWEEN layers for the backward pass, by policy. This is not the peak:
+``PEAK_BYTES`` adds the layer whose backward is running, the inversion buffers and the head."""
 POLICIES = tuple(ACTIVATION_BYTES)
+
+# b_logit: 4 bytes when the loss is computed in FP32, as is usual for the softmax over a large
+# vocabulary; 2 if the logits stay in BF16.
+
+LOGIT_BYTES = n_tok * n_vocab * b_logit
+"""The output head's logits, n_tok x n_vocab: held from the forward pass until the loss's backward."""
+
+TRANSIENT_BYTES = {
+    # Everything is already stored: nothing is rebuilt.
+    "full": sp.Integer(0),
+    # The layer whose backward is running is rebuilt in full.
+    "block": LAYER_FULL_BYTES,
+    # The same, plus four layer-sized buffers while a coupling is inverted and differentiated:
+    # the recovered inputs (x1, x2) and the incoming gradients (dy1, dy2).
+    "reversible": LAYER_FULL_BYTES + 4 * n_tok * d_model * b_act,
+}
+"""Activation bytes that exist only while one layer's backward runs, by policy."""
+
+PEAK_BYTES = {p: kept + TRANSIENT_BYTES[p] + n_tok * d_model * b_act + LOGIT_BYTES
+              for p, kept in ACTIVATION_BYTES.items()}
+"""Peak activation bytes of a backward pass: what is kept between layers, what the running layer
+rebuilds, and the layers that are not reversible under any policy: the head's input (n_tok x
+d_model) and its logits. Gradients, weights and optimizer state come on top."""
 
 FORWARD_FLOPS = TRAINING_FLOPS / 3
 """One forward pass over D tokens, 2 N D: the forward is 2 of the 6 in 6ND, the backward the other 4."""
 RECOMPUTE_FLOPS = {"full": sp.Integer(0), "block": FORWARD_FLOPS, "reversible": FORWARD_FLOPS}
 """Extra FLOPs of a training run: "block" recomputes every layer from its input, "reversible"
-recomputes every layer's input by inversion and its intermediates with it; one forward either way."""
+recomputes every layer's input by inversion and its intermediates with it; one forward either way.
+
+Two caveats. For "reversible" one forward holds only if the inversion's evaluation of F and G is
+kept and reused for that layer's backward; a naive implementation inverts, then runs F and G
+again with gradients, about two forwards (10ND). And 2ND counts the weight matmuls only: the
+recompute also reruns attention, whose FLOPs grow with context and which 6ND leaves out
+(``selective_recompute_overhead`` counts them)."""
 TRAINING_FLOPS_BY_POLICY = {p: TRAINING_FLOPS + extra for p, extra in RECOMPUTE_FLOPS.items()}
-"""6ND plus recomputation: 8ND with block rematerialisation or reversible layers."""
+"""6ND plus recomputation: 8ND with block rematerialisation or reversible layers (see the caveats
+of ``RECOMPUTE_FLOPS``)."""
 RECOMPUTE_OVERHEAD = {p: sp.simplify(extra / TRAINING_FLOPS) for p, extra in RECOMPUTE_FLOPS.items()}
 """Extra FLOPs over a plain 6ND step: 0 or 1/3."""
 
+ATTENTION_FORWARD_PER_TOKEN = n_layers * ATTENTION_FLOPS["gqa"] * L
+"""Forward FLOPs of one token's attention against L tokens in every layer: scores q.k and the
+weighted sum of values (``models.ATTENTION_FLOPS``). A causal sequence of length L averages L/2
+attended tokens when masked blocks are skipped (flash attention), L when they are computed."""
+SELECTIVE_RECOMPUTE_OVERHEAD = ATTENTION_FORWARD_PER_TOKEN / (3 * (2 * N_act + ATTENTION_FORWARD_PER_TOKEN))
+"""Selective recomputation (Korthikanti et al. 2022, §5): keep every layer's activations except the
+attention scores and recompute those in the backward. Extra FLOPs: one forward of the attention
+core; the step itself costs 3 (2N + attention) per token. A few per cent at 2k-8k context."""
+
 _ACT_ARGS = (n_tok, d_model, n_layers, b_act, n_heads, L)
 numeric = {f"activation_bytes_{p}": sp.lambdify(_ACT_ARGS, e) for p, e in ACTIVATION_BYTES.items()}
+numeric |= {f"activation_peak_{p}": sp.lambdify(_ACT_ARGS + (n_vocab, b_logit), e) for p, e in PEAK_BYTES.items()}
+numeric["selective_overhead"] = sp.lambdify((N_act, n_layers, n_heads, d_head, L), SELECTIVE_RECOMPUTE_OVERHEAD)
 numeric["score_elements"] = sp.lambdify((n_tok, n_heads, L), SCORE_ELEMENTS)
 numeric |= {f"training_flops_{p}": sp.lambdify((N_act, D), e) for p, e in TRAINING_FLOPS_BY_POLICY.items()}
 """Vectorised NumPy versions of the memory and FLOP formulas."""
@@ -328,12 +383,15 @@ def _permute_bits(value: int, pbox, bits: int) -> int:
     return out
 
 
-def best_characteristic(input_difference: int, rounds: int, sbox=HEYS_SBOX, pbox=HEYS_PBOX):
+def greedy_characteristic(input_difference: int, rounds: int, sbox=HEYS_SBOX, pbox=HEYS_PBOX):
     """Follow a difference through ``rounds`` rounds of an S-box layer then a bit permutation.
 
-    At each active S-box the most probable output difference is taken (the first on ties), as in
-    Heys' worked characteristic. Returns (probability, differences): the product of the S-box
-    probabilities and the block difference entering each round and after the last.
+    Greedy, S-box by S-box: at each active S-box the most probable output difference is taken (the
+    first on ties), as in Heys' worked characteristic, so it is one trail, not necessarily the best.
+    Returns (probability, differences): the product of the S-box probabilities, which is the
+    trail's probability only under independent round keys, and the block difference entering each
+    round and after the last. The differential (same input and output difference, any trail in
+    between) sums over all trails and can be larger: ``spn_differential`` measures it.
     """
     table = _check_sbox(sbox)
     ddt = difference_table(table)
@@ -356,6 +414,44 @@ def best_characteristic(input_difference: int, rounds: int, sbox=HEYS_SBOX, pbox
         diff = _permute_bits(out, pbox, bits)
         trail.append(diff)
     return probability, trail
+
+
+def _spn_rounds(x, keys, sbox, pbox, bits):
+    """Full rounds of an SPN: key mixing, the S-box on every nibble, the bit permutation."""
+    table = np.asarray(sbox, dtype=_U64)
+    box_bits = int(table.size).bit_length() - 1
+    for k in keys:
+        t, x = x ^ k, np.zeros_like(x)
+        for shift in range(0, bits, box_bits):
+            x |= table[((t >> _U64(shift)) & _U64(table.size - 1)).astype(np.intp)] << _U64(shift)
+        t, x = x, np.zeros_like(x)
+        for i, target in enumerate(pbox):
+            x |= ((t >> _U64(bits - 1 - i)) & _U64(1)) << _U64(bits - 1 - target)
+    return x
+
+
+def spn_differential(input_difference: int, output_difference: int, rounds: int = 3, samples: int = 200_000,
+                     seed: int = 0, sbox=HEYS_SBOX, pbox=HEYS_PBOX) -> float:
+    """Measured P(difference after ``rounds`` full rounds | input difference) in Heys' 16-bit SPN.
+
+    Each sample draws a plaintext and independent random round keys, encrypts the pair through
+    ``rounds`` rounds of key mixing, S-boxes and bit permutation, and compares the XOR of the two
+    results. That is the differential, summed over every trail between the two differences; compare
+    it with one trail's probability from ``greedy_characteristic``.
+    """
+    bits = len(pbox)
+    _check_sbox(sbox)
+    if sorted(pbox) != list(range(bits)):
+        raise ChalkError(f"pbox must be a permutation of 0..n-1, got {pbox!r}")
+    rounds = positive_int("rounds", rounds)
+    samples = positive_int("samples", samples)
+    d_in = _as_blocks("input_difference", input_difference, bits)
+    d_out = _as_blocks("output_difference", output_difference, bits)
+    rng = np.random.default_rng(seed)
+    x = _random_blocks(rng, samples) & _mask(bits)
+    keys = [_random_blocks(rng, samples) & _mask(bits) for _ in range(rounds)]
+    diff = _spn_rounds(x, keys, sbox, pbox, bits) ^ _spn_rounds(x ^ d_in, keys, sbox, pbox, bits)
+    return float(np.mean(diff == d_out))
 
 
 def feistel_differential(input_difference: int, output_difference: int, rounds: int, width: int = 8,
@@ -437,7 +533,10 @@ def round_trip_error(depth: int, width: int = 32, tokens: int = 16, scale: float
     """Largest |x - inverse(forward(x))| / max|x| after 1, 2, ..., ``depth`` couplings, in ``dtype``.
 
     Exact in real arithmetic; in floating point each y1 = x1 + f(x2) rounds, and x1 = y1 - f(x2)
-    cannot undo the rounding, so the error grows with depth (faster for larger ``scale``).
+    cannot undo the rounding. The size is specific to this toy: the random, unnormalised couplings
+    grow the activations with depth, and the inverse amplifies each rounding by the Lipschitz
+    constants of f and g (Behrmann et al. 2021 on exploding inverses), so the error depends on
+    ``scale`` and on normalisation as much as on depth.
     """
     stack = reversible_stack(depth, width, scale, seed, dtype)
     tokens = positive_int("tokens", tokens)
@@ -460,8 +559,9 @@ def residual_sensitivity(depth: int, width: int = 32, scale: float = 1.0, epsilo
                          seed: int = 0) -> np.ndarray:
     """|h_l(x + d) - h_l(x)| / |d| for l = 0..depth, h_{l+1} = h_l + mlp_l(h_l), |d| = ``epsilon`` |x|.
 
-    The network's answer to a small change stays proportional to it, layer after layer (a useful
-    derivative); a cipher's answer to one flipped bit is half the block (``avalanche``).
+    A finite-difference estimate of the Jacobian norm of an untrained network along one random
+    direction, layer after layer; a cipher's answer to one flipped bit is half the block
+    (``avalanche``). It says nothing about the worst direction of a trained network.
     """
     depth = positive_int("depth", depth)
     width = positive_int("width", width)
@@ -487,7 +587,7 @@ def _policy(policy: str) -> str:
 
 
 def activation_bytes(tokens, d_model, layers, policy: str = "block", bytes_per_element=2, *,
-                     heads=0, seq_len=0):
+                     heads=0, seq_len=0, peak=False, vocab=0, logit_bytes=4):
     """Bytes of activations kept for the backward pass (``ACTIVATION_BYTES``; arrays broadcast).
 
     "block": each layer's input, tokens x d_model x layers x bytes_per_element. "reversible": the
@@ -495,6 +595,10 @@ def activation_bytes(tokens, d_model, layers, policy: str = "block", bytes_per_e
     intermediate of a GPT layer as Korthikanti et al. (2022) count them (34 bytes per token per
     d_model in BF16); pass ``heads`` and ``seq_len`` to add the stored attention-score matrices
     (their 5 a s / h), leave them 0 for memory-efficient attention that keeps no scores.
+
+    These are the bytes kept between layers. ``peak=True`` gives the peak instead (``PEAK_BYTES``):
+    it adds the running layer's intermediates, the inversion buffers, the head's input and the
+    logits, tokens x ``vocab`` x ``logit_bytes`` (4: FP32).
     """
     policy = _policy(policy)
     for name, value in (("tokens", tokens), ("d_model", d_model), ("layers", layers),
@@ -503,19 +607,52 @@ def activation_bytes(tokens, d_model, layers, policy: str = "block", bytes_per_e
     non_negative("heads", heads)
     non_negative("seq_len", seq_len)
     args = (tokens, d_model, layers, bytes_per_element, heads, seq_len)
-    out = numeric[f"activation_bytes_{policy}"](*args) * np.ones(np.broadcast_shapes(*map(np.shape, args)))
+    if peak:
+        positive("vocab", vocab)
+        positive("logit_bytes", logit_bytes)
+        args += (vocab, logit_bytes)
+    kind = "peak" if peak else "bytes"
+    out = numeric[f"activation_{kind}_{policy}"](*args) * np.ones(np.broadcast_shapes(*map(np.shape, args)))
     return float(out) if np.ndim(out) == 0 else out
 
 
-def activation_memory(model: str, tokens, policy: str = "block", bytes_per_element=2, seq_len=0):
-    """``activation_bytes`` for a catalog model's n_layers, d_model and query heads.
+def activation_memory(model: str, tokens, policy: str = "block", bytes_per_element=2, seq_len=0, *,
+                      peak=False, logit_bytes=4):
+    """``activation_bytes`` for a catalog model's n_layers, d_model, query heads and vocabulary.
 
-    The "full" count is the GPT layer's (MHA, 4 d_model MLP); for GQA or gated-MLP models it is an
-    estimate of the same order. ``seq_len`` > 0 adds stored attention scores.
+    The "full" count is the GPT layer's (MHA, 4 d_model MLP, dropout); a Llama-style layer (SwiGLU
+    MLP, GQA, no dropout) keeps somewhat more, so for those models it is an estimate of the same
+    order. ``seq_len`` > 0 adds stored attention scores; ``peak=True`` gives the peak.
     """
     m = models.get(model)
     return activation_bytes(tokens, m.d_model, m.n_layers, policy, bytes_per_element,
-                            heads=m.n_heads if seq_len else 0, seq_len=seq_len)
+                            heads=m.n_heads if seq_len else 0, seq_len=seq_len,
+                            peak=peak, vocab=m.vocab, logit_bytes=logit_bytes)
+
+
+def gated_kept_per_token(model: str, bytes_per_element=2) -> float:
+    """``KEPT_PER_TOKEN_GATED`` of a catalog model per unit of d_model: compare ``KEPT_PER_TOKEN``'s 34."""
+    m = models.get(model)
+    if not m.ffn_gated:
+        raise ChalkError(f"model must have a gated (SwiGLU) MLP for this count, {model!r} has not; "
+                         "use KEPT_PER_TOKEN for a GPT layer")
+    positive("bytes_per_element", bytes_per_element)
+    values = {d_model: m.d_model, n_kv: m.n_kv_heads, d_head: m.d_head, d_ff: m.d_ff, b_act: bytes_per_element}
+    return float(KEPT_PER_TOKEN_GATED.subs(values)) / m.d_model
+
+
+def selective_recompute_overhead(model: str, seq_len, causal: bool = True):
+    """Extra FLOPs of selective recomputation over a training step, for a catalog model at ``seq_len``.
+
+    ``SELECTIVE_RECOMPUTE_OVERHEAD`` with the model's active parameters and attention shape. With
+    ``causal`` each token attends to seq_len / 2 tokens on average (masked blocks skipped), without
+    it to all seq_len (the score matrix computed in full, as Korthikanti et al. count it).
+    """
+    m = models.get(model)
+    positive("seq_len", seq_len)
+    attended = np.asarray(seq_len, dtype=float) / (2 if causal else 1)
+    out = numeric["selective_overhead"](m.active_params, m.n_attention_layers, m.n_heads, m.d_head, attended)
+    return float(out) if np.ndim(out) == 0 else out
 
 
 def recompute_overhead(policy: str) -> float:
@@ -598,8 +735,9 @@ def forward_tape(sequences: int, seq_len: int, d_model: int, heads: int, layers:
     "full": every tensor a layer's backward reads (layer-norm inputs, Q, K, V, softmax output,
     dropout masks as bool, attention output, MLP input, GeLU input and output). "block": each
     layer's input. "reversible": the same sublayers as couplings, y1 = x1 + attention(x2),
-    y2 = x2 + MLP(y1), from (x, x); only the last (y1, y2) is kept. The arrays are real: summing
-    their ``nbytes`` checks ``activation_bytes`` by counting, not by formula.
+    y2 = x2 + MLP(y1), from (x, x); only the last (y1, y2) is kept. The list of kept tensors is
+    Korthikanti et al.'s, the one ``KEPT_PER_TOKEN`` counts, so summing ``nbytes`` illustrates the
+    accounting (and catches slips in the shapes) rather than checking it independently.
     """
     policy = _policy(policy)
     names = ("sequences", "seq_len", "d_model", "heads", "layers")

@@ -7,7 +7,7 @@
 """
 import importlib
 
-CHAPTERS = {"01_batching": "batching"}
+CHAPTERS = {"01_batching": "batching", "03_pipelining": "pipelining", "05_overtraining": "overtraining", "07_ciphers_revnets": "revnets"}
 """Chapter -> the module defining its ``Explorer`` and the reader's ``SESSION`` the bench replays."""
 
 

@@ -18,7 +18,7 @@ import html
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .. import roofline
+from .. import pipeline, reversible, roofline
 from ..pricing import CACHE_HOLDS
 from ..catalog import hardware, models, prices, systems, tiers
 from ..catalog.quoted import LECTURE
@@ -150,6 +150,102 @@ def _speculative() -> str:
             "could explain fast mode too.")
 
 
+def _one_layer_stages() -> str:
+    k = models.get("deepseek-v3").moe["experts_per_token"]
+    lecture = pipeline.rack_boundary_ratio(1, k, pipeline.LECTURE_RHO)
+    rows = {s.name: pipeline.rack_boundary("deepseek-v3", s) for s in systems.catalog_systems().values()}
+    failing = sorted(name for name, rb in rows.items() if rb.min_layers > 1)
+    nvl72 = rows["gb200-nvl72"]
+    return (f"With the board's $\\rho$ = {pipeline.LECTURE_RHO:.0f} and $k$ = {k}, one layer per stage "
+            f"gives {lecture:.0f}, but $\\rho$ is the system's own per-direction ratio: on a GB200 NVL72 "
+            f"($\\rho$ = {nvl72.bandwidth_ratio:.0f}) one DeepSeek-V3 layer gives {nvl72.ratio_one_layer:.2f} and "
+            f"a stage needs {nvl72.min_layers} MoE layers. Of the catalog's {len(rows)} systems, "
+            f"{len(failing)} need more than one layer per stage ({', '.join(f'`{n}`' for n in failing)}). "
+            "A faster scale-up fabric makes the test harder, not easier.")
+
+
+def _batch_not_neutral() -> str:
+    stages = 4
+    alone = pipeline.simulate(stages, 1, "inference").idle_fraction
+    return (f"Latency is neutral apart from one hop per stage boundary, but the batch is not: with "
+            f"{stages} stages one batch alone leaves {alone:.0%} of every stage idle, so {stages} micro-batches, "
+            "each as large as one rack needs to amortise its weights, must be in flight to keep the pipeline "
+            "busy. The batch in flight grows $P$-fold, and with it the KV cache (Chapter 4).")
+
+
+_REV_MODEL, _REV_TOKENS = "llama-3-70b", 8 * 8192
+"""The model and micro-batch of Chapter 7's memory example."""
+
+
+def _stores_almost_none() -> str:
+    m = models.get(_REV_MODEL)
+    rev, block = (reversible.activation_memory(_REV_MODEL, _REV_TOKENS, p) / 1e9 for p in ("reversible", "block"))
+    rev_peak, block_peak = (reversible.activation_memory(_REV_MODEL, _REV_TOKENS, p, peak=True) / 1e9
+                            for p in ("reversible", "block"))
+    one_layer = reversible.activation_bytes(_REV_TOKENS, m.d_model, 1, "full") / 1e9
+    err = reversible.round_trip_error(64, dtype="float32")[-1]
+    return (f"Between layers, yes: {m.display} on {_REV_TOKENS:,} tokens keeps {rev:.1f} GB instead of "
+            f"{block:.0f} GB of layer inputs. But the layer whose backward is running still rebuilds all "
+            f"its intermediates ({one_layer:.1f} GB for one layer) and the logits stay, so the peak is "
+            f"{rev_peak:.0f} GB against {block_peak:.0f} GB with block rematerialisation, "
+            f"{block_peak / rev_peak:.1f} times less, not {block / rev:.0f}. The recomputation costs about a "
+            f"third more FLOPs ($8ND$), and inversion in float32 is exact only to about {err:.1e} of the "
+            "activations after 64 couplings in the chapter's unnormalised toy.")
+
+
+def _random_net_cipher() -> str:
+    sens = reversible.residual_sensitivity(12).max()
+    return (f"Along one random direction, the output of 12 untrained residual layers moves at most {sens:.1f} "
+            "times a small input change: proportional, the opposite of avalanche (one direction, not the "
+            "worst one). A random network could only look like a cipher without residual connections and "
+            "with saturating, bit-level nonlinearities; the speaker offers it as a speculation, not a "
+            "measurement.")
+
+
+# Chapter 5's statements import chalk.scaling when called: it solves its SymPy model at import
+# (seconds), which every other user of this registry need not pay.
+def _equal_cost() -> str:
+    from .. import scaling
+    fit = scaling.get_fit("hoffmann")
+    return ("For $f = a x^p + b x^{-q}$ the minimum has $p\\,a x^p = q\\,b x^{-q}$: the rising term is "
+            "$q/p$ times the falling one, equal only when $p = q$. On the Chinchilla iso-FLOP line the data "
+            f"term is $\\alpha/\\beta$ = {fit.alpha / fit.beta:.2f} times the parameter term (Hoffmann et al.'s "
+            f"fit). The guess costs little because the minimum is flat: {100 * (scaling.heuristic_penalty(1, 3) - 1):.0f} % "
+            "above the minimum when $q = 3p$, nothing when $p = q$.")
+
+
+def _rl_coefficients() -> str:
+    from .. import scaling
+    from ..catalog.overtraining import LECTURE as OT
+    from ..notation import eta_RL, kappa
+    split_rl, split_inf = scaling.token_split()
+    slip = float(scaling.split_rl.subs({kappa: OT["rl_flops_per_param_token"], eta_RL: OT["rl_inefficiency"]}))
+    return ("An efficiency $\\eta$ divides a cost: $6 D_\\text{pre} = \\kappa D_\\text{RL}/\\eta_\\text{RL} = "
+            "2 D_\\text{inf}/\\eta_\\text{inf}$. With the lecture's $\\kappa$ = "
+            f"{OT['rl_flops_per_param_token']:g} and $1/\\eta$ = {OT['rl_inefficiency']:g}, "
+            f"$D_\\text{{pre}}$ = {split_rl:g} $D_\\text{{RL}}$ = {split_inf:g} $D_\\text{{inf}}$; multiplying by "
+            f"the efficiency instead gives $D_\\text{{pre}}/D_\\text{{RL}}$ = {slip:.2g}.")
+
+
+def _overtraining_guess() -> str:
+    from .. import scaling
+    from ..catalog.overtraining import LECTURE as OT
+    from ..figures import overtraining
+    n = OT["active_params"]
+    ratio = scaling.overtraining_ratio(n, overtraining.LECTURE_INFERENCE)
+    five = scaling.overtraining_ratio(n, scaling.served_tokens(OT["tokens_per_second_all_models"] / 5, OT["days_live"]))
+    rumour = scaling.overtraining_ratio(n, OT["rumoured_pretraining_tokens"])
+    ratios = sorted(scaling.overtraining_ratio(x["N"], x["D_pre"])
+                    for x in map(overtraining.lecture_lifetime, ("epoch", "hoffmann")))
+    return (f"With its guesses the arithmetic gives {ratio:.0f}×; five models per family instead of ten give "
+            f"{five:.0f}×, the rumoured {OT['rumoured_pretraining_tokens'] / 1e12:.0f} T tokens {rumour:.0f}×. "
+            "The 20:1 rule is a dense-model fit applied to an MoE's active parameters; an MoE behaves like a "
+            "larger dense model, so that overstates the factor. Holding the loss fixed instead of the size, "
+            f"the lifetime optimum is a smaller model at {ratios[0]:,.0f}× to {ratios[-1]:,.0f}× the rule, "
+            "depending on the fit, both extrapolated far past their data. That the model is far past 20:1 "
+            "is robust; the factor moves by nearly a decade with the inputs.")
+
+
 REGISTRY: tuple[Correction, ...] = (
     Correction("dropped-constants", "01_batching", "Dropped constants",
                "$t_\\text{compute} = BN_\\text{act}/F$ and $t_\\text{weights} = N_\\text{tot}/W$, with "
@@ -169,18 +265,12 @@ REGISTRY: tuple[Correction, ...] = (
                to_come="The speaker's characterization; the chapter checks it against the paper's "
                        "mechanism before using it."),
     Correction("equal-cost", "05_overtraining", "The equal-cost heuristic",
-               "A sum of a falling and a rising cost is smallest where the two costs are equal.",
-               to_come="Exact only for equal exponents: for $ax^p + bx^{-q}$ the terms at the optimum "
-                       "stand in ratio $q/p$. The chapter derives it in SymPy."),
+               "A sum of a falling and a rising cost is smallest where the two costs are equal.", _equal_cost),
     Correction("rl-coefficients", "05_overtraining", "The RL cost coefficients",
-               "The board arithmetic that weighs pre-training, RL and inference tokens.",
-               to_come="The board first multiplied by the RL inefficiency, then divided by it; the chapter "
-                       "redoes the balance of $D_\\text{pre}$, $D_\\text{RL}$ and $D_\\text{inf}$ cleanly."),
+               "The board arithmetic that weighs pre-training, RL and inference tokens, first multiplying "
+               "by the RL efficiency of about 0.3.", _rl_coefficients),
     Correction("overtraining-guess", "05_overtraining", "\"About 100× over-trained\"",
-               "Frontier models are about a hundred times past Chinchilla-optimal.",
-               to_come="The figure rests on guessed inputs (active parameters, serving rate, lifetime, the "
-                       "split of compute, a dense Chinchilla ratio applied to an MoE's active parameters); "
-                       "the chapter shows how far each moves it."),
+               "Frontier models are about a hundred times past Chinchilla-optimal.", _overtraining_guess),
     Correction("gemini-step", "06_long_context_pricing", "Gemini's long-context step",
                "Gemini costs 50% more above its long-context step.", _gemini_step),
     Correction("output-input-ratio", "06_long_context_pricing", "Output against input prices",
@@ -199,11 +289,22 @@ REGISTRY: tuple[Correction, ...] = (
                to_come="Unverified in the lecture; the chapter sets it against measured network latencies."),
     Correction("scale-up-out", "02_moe_racks", "Scale-up against scale-out bandwidth",
                "Scale-out is about eight times slower than scale-up.", _scale_up_out),
+    Correction("one-layer-stages", "03_pipelining", "One MoE layer per stage is not always enough",
+               f"With $k \\approx 8$, $2kL_\\text{{stage}}/{pipeline.LECTURE_RHO:.0f} \\ge 1$ holds at one layer "
+               "per stage, so racks could be pipelined a layer at a time.", _one_layer_stages),
+    Correction("pipeline-batch-neutral", "03_pipelining", "Pipelining is not neutral for the batch",
+               "In inference, pipelining is neutral for latency and for batch size; it only cuts memory per rack.",
+               _batch_not_neutral),
     Correction("transcript-slips", "06_long_context_pricing", "Small slips in the transcript",
                "\"A hundred trillion parameters\"; output costing \"50%\" more than input; \"Gemini 1.5\".",
                to_come="The first means tokens; the second is corrected in the lecture itself to several "
                        "times; the model is the current Gemini Pro of the price list, which some auto-caption "
                        "summaries misname. The chapters quote the corrected forms."),
+    Correction("random-net-cipher", "07_ciphers_revnets", "A random network as a cipher",
+               "A randomly initialised network might already be a passable cipher.", _random_net_cipher),
+    Correction("revnet-stores-none", "07_ciphers_revnets", "\"A RevNet stores almost no activations\"",
+               "A RevNet recomputes the activations during the backward pass, so it stores almost none.",
+               _stores_almost_none),
 )
 """Every correction, in the order of the lecture notes' list (§10)."""
 

@@ -1,0 +1,83 @@
+"""Chapter 7 (ciphers and reversible networks): the numbers its flashcards quote and the figures
+they show, all computed by ``chalk.reversible`` (and the chapter's figure data)."""
+from collections.abc import Callable
+
+import numpy as np
+
+from ... import reversible as rv
+from ...catalog import models
+from ...figures import revnets
+from ...figures.canvas import new_figure, style
+
+_MODEL, _TOKENS = "llama-3-70b", 8 * 8192
+"""The chapter's memory example: Llama 3 70B, eight 8k sequences per micro-batch."""
+_SEQ = 8192
+"""Their sequence length, for the selective-recomputation overhead."""
+
+
+def _gb(policy: str, peak: bool = False) -> str:
+    return f"{rv.activation_memory(_MODEL, _TOKENS, policy, peak=peak) / 1e9:,.1f}"
+
+
+def _ratio(peak: bool) -> float:
+    return (rv.activation_memory(_MODEL, _TOKENS, "block", peak=peak)
+            / rv.activation_memory(_MODEL, _TOKENS, "reversible", peak=peak))
+
+
+VALUES: dict[str, Callable[[], str]] = {
+    "ch07_ideal_16": lambda: f"{revnets.random_permutation_flip(16):.4f}",
+    "ch07_full_per_token": lambda: f"{float(rv.KEPT_PER_TOKEN.subs({rv.b_act: 2, rv.d_model: 1})):.0f}",
+    "ch07_overhead_pct": lambda: f"{100 * rv.recompute_overhead('block'):.0f}",
+    "ch07_full_gb": lambda: _gb("full"),
+    "ch07_block_gb": lambda: _gb("block"),
+    "ch07_rev_gb": lambda: _gb("reversible"),
+    "ch07_block_peak_gb": lambda: _gb("block", peak=True),
+    "ch07_rev_peak_gb": lambda: _gb("reversible", peak=True),
+    "ch07_kept_ratio": lambda: f"{_ratio(peak=False):.0f}",
+    "ch07_peak_ratio": lambda: f"{_ratio(peak=True):.1f}",
+    "ch07_selective_pct": lambda: f"{100 * rv.selective_recompute_overhead(_MODEL, _SEQ):.1f}",
+    "ch07_selective_seq": lambda: f"{_SEQ:,}",
+    "ch07_model": lambda: models.get(_MODEL).display,
+    "ch07_tokens": lambda: f"{_TOKENS:,}",
+    "ch07_sbox_stall": lambda: f"{revnets.avalanche_matrices('sbox')[-1].mean():.2f}",
+    "ch07_residual_max": lambda: f"{rv.residual_sensitivity(12).max():.1f}",
+    "ch07_rt32": lambda: f"{rv.round_trip_error(64, dtype='float32')[-1]:.1e}",
+    "ch07_heys_best": lambda: f"{int(np.max(rv.difference_table(rv.HEYS_SBOX)[1:]))}",
+}
+"""Numbers the cards quote, each computed from chalk and formatted as the card shows it."""
+
+
+def _avalanche():
+    fig, (ax,) = new_figure(3.6, 2.5)
+    fig.subplots_adjust(left=0.17, right=0.97, bottom=0.2, top=0.9)
+    rounds = np.arange(1, revnets.MAX_ROUNDS + 1)
+    with style():
+        for rf in ("middle-square", "sbox"):
+            ax.plot(rounds, revnets.avalanche_matrices(rf).mean(axis=(1, 2)), "o-", ms=3,
+                    label=revnets.ROUND_FUNCTIONS[rf])
+        ax.axhline(revnets.random_permutation_flip(), color="#555555", ls="--", lw=1, label="random permutation")
+        ax.set(xlabel="rounds", ylabel="mean flip fraction", ylim=(0, 0.7), title="avalanche, 16-bit Feistel")
+        ax.legend(frameon=False, fontsize=6.5, loc="lower right")
+    return fig
+
+
+def _memory():
+    fig, (ax,) = new_figure(3.6, 2.5)
+    fig.subplots_adjust(left=0.17, right=0.97, bottom=0.2, top=0.9)
+    curves = revnets.memory_curves(_MODEL, _TOKENS)
+    with style():
+        m = models.get(_MODEL)
+        for p, ys in curves.items():
+            ax.plot(revnets.DEPTHS, ys, color=revnets.COLORS[p], label=f"{p}, kept")
+        for p in ("block", "reversible"):
+            peak = rv.activation_bytes(_TOKENS, m.d_model, np.array(revnets.DEPTHS, dtype=float), p,
+                                       peak=True, vocab=m.vocab) / 1e9
+            ax.plot(revnets.DEPTHS, peak, color=revnets.COLORS[p], ls="--", label=f"{p}, peak")
+        ax.set_yscale("log")
+        ax.set(xlabel="layers", ylabel="GB", title="activation memory against depth")
+        ax.legend(frameon=False, fontsize=6.5)
+    return fig
+
+
+FIGURES: dict[str, Callable] = {"ch07_avalanche": _avalanche, "ch07_memory": _memory}
+"""Figures a card may name; each returns a small matplotlib Figure drawn from chalk."""
