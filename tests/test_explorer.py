@@ -281,3 +281,10 @@ def test_full_twin_stays_light():
     html = twin.twin_html(batching.twin_data())
     assert len(html.encode()) < 600_000
     assert not math.isnan(sum(embedded_json(html)["controls"][-1]["values"]))
+
+
+def test_linear_slider_stops_hold_the_values_a_reader_types():
+    # 1.85 + 0.05 in floating point is 1.9000000000000001: a default of 1.9 must be that stop.
+    from chalk.figures.explorer import linear_slider
+    stops = linear_slider("x", "x", 1.85, 2.6, 0.05).stops
+    assert 1.9 in stops and 2.6 in stops and len(stops) == 16

@@ -201,11 +201,22 @@ def test_explorer_redraws(chapter):
     image.wait_for(timeout=30_000)
     image.scroll_into_view_if_needed()
     before = image.get_attribute("src")
-    # The explorer is an ipywidgets box with controls, a readout and this image: move its first
-    # slider one step with the keyboard, as a reader would, and the picture must change.
-    handle = page.locator(".jp-OutputArea .widget-slider .noUi-handle").first
-    handle.focus()
-    handle.press("ArrowRight")
+    # The explorer is an ipywidgets box of controls, a readout and this image. Move its first
+    # control as a reader would: a slider one step with the keyboard, else a dropdown's next
+    # option. The picture must change.
+    box = image.locator("xpath=ancestor::div[contains(concat(' ', @class, ' '), ' widget-vbox ')][1]")
+    handles, selects = box.locator(".noUi-handle"), box.locator("select")
+    assert handles.count() + selects.count() > 0, f"{name}: the explorer has no slider or dropdown"
+    if handles.count():
+        handle = handles.first
+        at_end = handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax")
+        handle.focus()
+        handle.press("ArrowLeft" if at_end else "ArrowRight")
+    else:
+        options = selects.first.locator("option")
+        current = selects.first.input_value()
+        other = next(v for v in (options.nth(i).get_attribute("value") for i in range(options.count())) if v != current)
+        selects.first.select_option(other)
     page.wait_for_function("([el, src]) => el.getAttribute('src') !== src",
                            arg=[image.element_handle(), before], timeout=15_000)
     image.screenshot(path=str(SHOTS / f"lab_{Path(name).stem}_explorer.png"))

@@ -193,7 +193,9 @@ def test_parallelism_bytes_by_hand():
     # MLA caches 512 + 64 elements per token per layer: 61 layers of 2 bytes
     assert rows["context"].bytes_per_chip == pytest.approx(3 * 7 / 8 * tokens * 61 * 576 * 2)
     chip = systems.get("hgx-h100").chip
-    assert rows["data"].compute_time == pytest.approx(6 * ds.active_params * tokens / (8 * chip.flops("bf16")))
+    assert rows["data"].compute_time == pytest.approx(6 * ds.active_params * tokens / (0.4 * 8 * chip.flops("bf16")))
+    full = {r.kind: r for r in pl.parallelism_table("deepseek-v3", "hgx-h100", chips, tokens, mfu=1.0)}
+    assert full["data"].compute_time == pytest.approx(0.4 * rows["data"].compute_time)
     assert rows["pipeline"].scale_out_time == pytest.approx(2 * tokens * width / chip.scale_out_bandwidth)
 
 
@@ -210,9 +212,21 @@ def test_expert_traffic_matches_random_routing():
 
 
 def test_dense_model_has_no_expert_row_and_kinds_pick_networks():
-    rows = {r.kind: r for r in pl.parallelism_table("llama-3.1-405b", "hgx-h100", 8, 16 * 8192)}
+    rows = {r.kind: r for r in pl.parallelism_table("llama-3.1-405b", "hgx-h100", 8, 16 * 8192, mfu=1.0)}
     assert "expert" not in rows
     assert rows["tensor"].network == "scale-up" and rows["pipeline"].network == "scale-out"
+
+
+def test_a_kind_neither_network_hides_says_so():
+    row = pl.TrafficRow("x", "", "", 8, 1.0, compute_time=1.0, scale_up_time=2.0, scale_out_time=20.0)
+    assert row.network == "neither"
+    assert pl.TrafficRow("x", "", "", 8, 1.0, 1.0, 0.5, 20.0).network == "scale-up"
+    # at 40% MFU (or BF16 gradients) data parallelism of DeepSeek-V3 at 8 x 4 M tokens hides over
+    # scale-out; at 100% MFU with FP32 gradients it does not: the verdict rests on those inputs
+    at = lambda **kw: {r.kind: r for r in pl.parallelism_table("deepseek-v3", "gb200-nvl72", 8, 4 * 2**20, **kw)}
+    assert at(mfu=1.0)["data"].network != "scale-out"
+    assert at()["data"].network == "scale-out"
+    assert at(mfu=1.0, grad_bytes=2)["data"].network == "scale-out"
 
 
 def test_data_parallel_degree():
@@ -240,6 +254,11 @@ BAD_CALLS = [
     ("t_forward", lambda: pl.simulate(4, 4, t_forward=[1, 2])),
     ("t_backward", lambda: pl.simulate(4, 4, t_backward=float("nan"))),
     ("t_hop", lambda: pl.simulate(4, 4, t_hop=-0.1)),
+    ("steps", lambda: pl.simulate(4, 4, "1f1b", steps=3)),
+    ("steps", lambda: pl.simulate(4, 4, "decode", steps=0)),
+    ("hop", lambda: pl.bubble_fraction(4, 8, hop=-1)),
+    ("hop", lambda: pl.decode_microbatches_needed(4, hop=-0.5)),
+    ("microbatches", lambda: pl.decode_idle_fraction(4, 0)),
     ("stages x microbatches x chunks", lambda: pl.simulate(64, 4096, "interleaved", 4)),
     ("microbatches", lambda: pl.simulate(8, 2, "inference").steady_state_idle_fraction),
     ("layers_per_stage", lambda: pl.rack_boundary_ratio(0, 8, 8)),
@@ -257,6 +276,8 @@ BAD_CALLS = [
     ("tokens", lambda: pl.parallelism_table("deepseek-v3", "hgx-h100", 8, 0)),
     ("grad_bytes", lambda: pl.parallelism_table("deepseek-v3", "hgx-h100", 8, 4096, grad_bytes=0)),
     ("act_bytes", lambda: pl.parallelism_table("deepseek-v3", "hgx-h100", 8, 4096, act_bytes=-2)),
+    ("mfu", lambda: pl.parallelism_table("deepseek-v3", "hgx-h100", 8, 4096, mfu=1.5)),
+    ("mfu", lambda: pl.parallelism_table("deepseek-v3", "hgx-h100", 8, 4096, mfu=0)),
     ("chips", lambda: pl.data_parallel_degree(100, tensor=8)),
     ("tensor", lambda: pl.data_parallel_degree(64, tensor=0)),
     ("layout", lambda: layouts.get("gpt-5")),
@@ -281,3 +302,56 @@ def test_unknown_schedule_lists_the_known_ones():
 def test_schedule_names_ignore_case():
     assert pl.bubble_fraction(4, 8, "GPipe") == pl.bubble_fraction(4, 8, "gpipe")
     assert not math.isnan(pl.simulate(2, 2, "1F1B").idle_fraction)
+
+
+# --- hops and decode: what the closed forms leave out ----------------------------------------
+@pytest.mark.parametrize("hop", [0.05, 0.1, 0.3, 1.0])
+def test_hops_add_two_crossings_per_stage_to_gpipe_exactly(hop):
+    for stages in (2, 4, 8):
+        for micro in (1, 4, 16):
+            run = pl.simulate(stages, micro, "gpipe", t_hop=hop)
+            # by hand: (m+P-1)(t_F+t_B) + 2(P-1) t_hop over P m (t_F+t_B) + that bubble
+            bubble = (stages - 1) * 3 + 2 * (stages - 1) * hop
+            assert run.idle_fraction == pytest.approx(bubble / (micro * 3 + bubble), rel=REL)
+            assert pl.bubble_fraction(stages, micro, "gpipe", hop=hop) == pytest.approx(run.idle_fraction, rel=REL)
+
+
+@pytest.mark.parametrize("schedule, chunks", [("1f1b", 1), ("interleaved", 2), ("interleaved", 4)])
+def test_hop_term_is_a_lower_bound_the_simulator_can_exceed(schedule, chunks):
+    for hop in (0.1, 0.3):
+        measured = pl.simulate(8, 32, schedule, chunks, t_hop=hop).idle_fraction
+        assert measured >= pl.bubble_fraction(8, 32, schedule, chunks, hop=hop) - 1e-12
+        assert measured > pl.bubble_fraction(8, 32, schedule, chunks)
+    # interleaving pays its hops v times: at a hop of 0.3 t_F four chunks idle more than two
+    assert (pl.simulate(8, 32, "interleaved", 4, t_hop=0.3).idle_fraction
+            > pl.simulate(8, 32, "interleaved", 2, t_hop=0.3).idle_fraction)
+
+
+def test_decode_idles_until_a_round_trip_of_microbatches_is_in_flight():
+    for stages in (2, 4, 8):
+        for micro in range(1, stages):
+            run = pl.simulate(stages, micro, "decode", steps=30)
+            # by hand: each stage works m t_F of every P t_F round trip
+            assert run.steady_state_idle_fraction == pytest.approx(1 - micro / stages, abs=0.02)
+        assert pl.simulate(stages, stages, "decode", steps=30).steady_state_idle_fraction == pytest.approx(0, abs=1e-9)
+        # the same requests as independent prefill batches never wait for each other
+        assert pl.simulate(stages, stages * 30, "inference").steady_state_idle_fraction == pytest.approx(0, abs=1e-9)
+
+
+def test_decode_hops_raise_the_microbatches_needed():
+    assert pl.decode_microbatches_needed(4) == 4
+    assert pl.decode_microbatches_needed(4, hop=0.5) == 6
+    assert sp.simplify(pl.DECODE_MIN_MICROBATCHES - P * (1 + pl.t_hop / pl.t_F)) == 0
+    for micro, idle in [(4, 1 - 4 / 6), (5, 1 - 5 / 6), (6, 0.0), (8, 0.0)]:
+        run = pl.simulate(4, micro, "decode", steps=40, t_hop=0.5)
+        assert run.steady_state_idle_fraction == pytest.approx(idle, abs=0.02)
+        assert pl.decode_idle_fraction(4, micro, hop=0.5) == pytest.approx(idle, abs=1e-12)
+
+
+def test_decode_feeds_a_token_only_after_the_last_one_left():
+    run = pl.simulate(3, 2, "decode", steps=4, t_hop=0.25)
+    ends = {(e.stage, e.microbatch): e.end for e in run.events}
+    for e in run.events:
+        if e.stage == 0 and e.microbatch >= 2:   # step t of micro-batch j is numbered 2 t + j
+            assert e.start >= ends[(2, e.microbatch - 2)] + 0.25 - 1e-12
+    assert sorted({e.microbatch for e in run.events}) == list(range(8))

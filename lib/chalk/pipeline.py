@@ -30,7 +30,7 @@ import sympy as sp
 from .catalog import models as _models
 from .catalog import systems as _systems
 from .catalog.quoted import LECTURE
-from .errors import ChalkError, lookup, non_negative, positive, positive_int
+from .errors import ChalkError, in_range, lookup, non_negative, positive, positive_int
 from .notation import (E, F, L_stage, N_act, N_tot, P, W_out, W_up, b_act, b_g, b_kv, d_model, k, m,
                        n_CP, n_DP, n_TP, n_layers, n_tok, rho, t_B, t_F, v)
 
@@ -43,6 +43,15 @@ P-1 other stages (one chunk, 1/v of a stage, each), and the last backward drains
 way. GPipe and 1F1B are the case v = 1."""
 t_step = t_ideal + t_bubble
 """Makespan of one training step when every stage takes the same time."""
+
+t_hop = sp.Symbol(r"t_\text{hop}", positive=True)
+"""Local to this chapter: one stage-boundary crossing's latency (scale-out hop plus launch)."""
+t_bubble_hops = t_bubble + 2 * (P - 1) * v * t_hop
+"""The bubble when each crossing costs t_hop: the first forward crosses about (P-1) v boundaries on
+its way down (v (P-1) chunk-to-chunk hops, one per chunk of each of the other stages) and the last
+backward the same on its way back. Exact for GPipe; a lower bound for 1F1B and interleaving,
+whose steady phase also stalls when a backward's round trip outlasts the warm-up's forwards
+(``simulate(..., t_hop=...)`` measures that)."""
 
 BUBBLE_FRACTION = sp.simplify(t_bubble / t_step)
 """Idle time as a fraction of the whole step: (P-1)/(v m + P - 1)."""
@@ -64,12 +73,44 @@ SCHEDULES = {
     "gpipe": "GPipe: every forward, then every backward (Huang et al. 2019)",
     "1f1b": "1F1B: warm-up forwards, then one forward one backward, then cool-down (Narayanan et al. 2021)",
     "interleaved": "interleaved 1F1B: v model chunks per device (Narayanan et al. 2021)",
-    "inference": "inference: forwards only, a stream of independent batches",
+    "inference": "inference: forwards only, a stream of independent batches (prefill)",
+    "decode": "decode: forwards only; each micro-batch's next step re-enters stage 1 after its last",
 }
 _TRAINING = ("gpipe", "1f1b", "interleaved")
+_FORWARD_ONLY = ("inference", "decode")
+
+BUBBLE_FRACTION_HOPS = t_bubble_hops / (t_ideal + t_bubble_hops)
+"""Idle fraction with hops, in units where t_F = 1 (hop and t_B as multiples of t_F)."""
 
 _bubble_fraction = sp.lambdify((P, m, v), BUBBLE_FRACTION, "numpy")
 _bubble_overhead = sp.lambdify((P, m, v), BUBBLE_OVERHEAD, "numpy")
+_bubble_fraction_hops = sp.lambdify((P, m, v, t_hop, t_B), BUBBLE_FRACTION_HOPS.subs(t_F, 1), "numpy")
+
+# --- decode: the loop back --------------------------------------------------------------------
+decode_cycle = P * (t_F + t_hop)
+"""Time for one micro-batch to go round once in decode: every stage, every hop including the
+loop back from the last stage to the first (which also samples the token)."""
+DECODE_IDLE = 1 - m * t_F / sp.Max(m * t_F, decode_cycle)
+"""Steady-state idle fraction of a decode pipeline with m micro-batches in flight: each stage
+works m t_F per cycle, and a cycle lasts as long as the slower of that and one round trip."""
+DECODE_MIN_MICROBATCHES = sp.solve(sp.Eq(m * t_F, decode_cycle), m)[0]
+"""Micro-batches in flight that keep every decode stage busy: P (1 + t_hop / t_F)."""
+_decode_idle = sp.lambdify((P, m, t_hop), DECODE_IDLE.subs(t_F, 1), "numpy")
+
+
+def decode_idle_fraction(stages, microbatches, hop: float = 0.0):
+    """Steady-state idle fraction of decode with ``hop`` = t_hop / t_F (closed form)."""
+    P_, m_ = _whole("stages", stages), _whole("microbatches", microbatches)
+    non_negative("hop", hop)
+    return _scalar(_decode_idle(P_, m_, hop))
+
+
+def decode_microbatches_needed(stages, hop: float = 0.0) -> int:
+    """Fewest micro-batches in flight that keep every decode stage busy: ceil(P (1 + hop))."""
+    P_ = positive_int("stages", stages)
+    non_negative("hop", hop)
+    exact = float(DECODE_MIN_MICROBATCHES.subs({P: P_, t_F: 1, t_hop: hop}))
+    return math.ceil(exact - 1e-9)
 
 
 def _schedule(schedule: str, chunks, kinds=_TRAINING) -> str:
@@ -104,12 +145,19 @@ def _scalar(x):
     return float(x) if np.ndim(x) == 0 else x
 
 
-def bubble_fraction(stages, microbatches, schedule: str = "gpipe", chunks=1):
+def bubble_fraction(stages, microbatches, schedule: str = "gpipe", chunks=1, hop: float = 0.0,
+                    backward_ratio: float = 2.0):
     """Idle time as a fraction of the step: (P-1)/(m+P-1); (P-1)/(v m+P-1) interleaved.
 
-    Exact when every stage takes the same time; arrays broadcast for sweeps."""
+    Exact when every stage takes the same time and hops are free; arrays broadcast for sweeps.
+    ``hop`` > 0 (t_hop / t_F, with t_B = ``backward_ratio`` t_F) adds 2 (P-1) v t_hop to the
+    bubble: exact for GPipe, a lower bound otherwise (see ``t_bubble_hops``)."""
     P_, m_, v_ = _pipeline_args(stages, microbatches, schedule, chunks)
-    return _scalar(_bubble_fraction(P_, m_, v_))
+    non_negative("hop", hop)
+    positive("backward_ratio", backward_ratio)
+    if np.all(np.asarray(hop) == 0):
+        return _scalar(_bubble_fraction(P_, m_, v_))
+    return _scalar(_bubble_fraction_hops(P_, m_, v_, hop, backward_ratio))
 
 
 def bubble_overhead(stages, microbatches, schedule: str = "gpipe", chunks=1):
@@ -127,7 +175,9 @@ def activations_in_flight(stages, microbatches, schedule: str = "1f1b", chunks=1
 
 # --- the schedule simulator -------------------------------------------------------------------
 class Event(NamedTuple):
-    """One operation as it ran: which stage, micro-batch, chunk and pass, and when."""
+    """One operation as it ran: which stage, micro-batch, chunk and pass, and when.
+
+    In decode, ``microbatch`` is t m + j for step (token) t of micro-batch j."""
     stage: int
     microbatch: int
     chunk: int
@@ -183,7 +233,7 @@ class Simulation:
 
         A micro-batch's activations are held from the end of its forward on the stage until the
         end of its backward there; one chunk counts 1/chunks."""
-        if self.schedule == "inference":
+        if self.schedule in _FORWARD_ONLY:
             return [(0.0, 0.0)]
         changes = sorted((e.end, 1 if e.kind == "forward" else -1)
                          for e in self.events if e.stage == stage)
@@ -199,12 +249,13 @@ class Simulation:
         return max(level for s in range(self.stages) for _, level in self.held(s))
 
 
-def _orders(P_: int, m_: int, v_: int, schedule: str) -> list[list[tuple[str, int, int]]]:
+def _orders(P_: int, m_: int, v_: int, schedule: str, steps: int = 1) -> list[list[tuple[str, int, int]]]:
     """Each stage's operations, in the order the schedule runs them: (kind, micro-batch, chunk)."""
     orders = []
     for s in range(P_):
-        if schedule == "inference":
-            orders.append([("forward", j, 0) for j in range(m_)])
+        if schedule in _FORWARD_ONLY:
+            # decode numbers its operations step by step: step t of micro-batch j is t m + j
+            orders.append([("forward", j, 0) for j in range(m_ * steps)])
         elif schedule == "gpipe":
             orders.append([("forward", j, 0) for j in range(m_)] + [("backward", j, 0) for j in range(m_)])
         elif schedule == "1f1b":
@@ -238,12 +289,16 @@ def _interleaved_order(P_: int, m_: int, v_: int, s: int) -> list[tuple[str, int
     return order + [("backward", *which(i, True)) for i in range(total - warm, total)]
 
 
-def _needs(op: tuple[str, int, int, int], P_: int, v_: int, schedule: str):
+def _needs(op: tuple[str, int, int, int], P_: int, v_: int, schedule: str, m_: int = 1):
     """The operations whose output ``op`` = (kind, micro-batch, chunk, stage) consumes.
 
     Chunk c on stage s is virtual stage c P + s: a forward needs the virtual stage before it, a
-    backward the one after it, and the last virtual stage's backward its own forward."""
+    backward the one after it, and the last virtual stage's backward its own forward. In decode,
+    operation t m + j on the first stage needs the last stage's t-1 of the same micro-batch: the
+    next token cannot be fed before the previous one has been sampled."""
     kind, j, c, s = op
+    if schedule == "decode" and s == 0:
+        return [] if j < m_ else [("forward", j - m_, 0, P_ - 1)]
     q, last = c * P_ + s, v_ * P_ - 1
     if kind == "forward":
         return [] if q == 0 else [("forward", j, (q - 1) // P_, (q - 1) % P_)]
@@ -265,30 +320,36 @@ MAX_OPERATIONS = 200_000
 
 
 def simulate(stages: int, microbatches: int, schedule: str = "1f1b", chunks: int = 1,
-             t_forward=1.0, t_backward=2.0, t_hop: float = 0.0) -> Simulation:
+             t_forward=1.0, t_backward=2.0, t_hop: float = 0.0, steps: int = 1) -> Simulation:
     """Run one step of ``schedule`` as a discrete-event simulation and record every operation.
 
     Each stage runs its operations one at a time in the schedule's order; an operation starts
     when its stage is free and its input has arrived (``t_hop`` after the stage that made it
     finished, when that is another stage). ``t_forward`` and ``t_backward`` are one
     micro-batch's times on a stage, one number or one per stage; a chunk takes 1/chunks of them.
-    ``"inference"`` runs forwards only, a stream of ``microbatches`` independent batches.
+    ``"inference"`` runs forwards only, a stream of ``microbatches`` independent batches;
+    ``"decode"`` runs ``steps`` tokens of each of ``microbatches`` sequences, and a sequence's
+    next token enters the first stage only ``t_hop`` after its last one left the last stage.
     """
     P_, m_ = positive_int("stages", stages), positive_int("microbatches", microbatches)
     v_ = positive_int("chunks", chunks)
     name = _schedule(schedule, v_, kinds=tuple(SCHEDULES))
+    n_steps = positive_int("steps", steps)
+    if name != "decode" and n_steps != 1:
+        raise ChalkError(f"steps: only the 'decode' schedule runs several steps; {name!r} needs "
+                         f"steps=1, got {steps!r}")
     if name == "interleaved" and m_ % P_:
         raise ChalkError(f"microbatches: the interleaved schedule needs a multiple of stages "
                          f"({P_}), got {m_}")
-    if 2 * P_ * m_ * v_ > MAX_OPERATIONS:
-        raise ChalkError(f"stages x microbatches x chunks must be at most {MAX_OPERATIONS // 2:,}, "
-                         f"got {P_ * m_ * v_:,}")
+    if 2 * P_ * m_ * v_ * n_steps > MAX_OPERATIONS:
+        raise ChalkError(f"stages x microbatches x chunks x steps must be at most "
+                         f"{MAX_OPERATIONS // 2:,}, got {P_ * m_ * v_ * n_steps:,}")
     duration = {"forward": _per_stage("t_forward", t_forward, P_) / v_,
                 "backward": _per_stage("t_backward", t_backward, P_) / v_}
     non_negative("t_hop", t_hop)
     hop = float(t_hop)
 
-    orders = _orders(P_, m_, v_, name)
+    orders = _orders(P_, m_, v_, name, n_steps)
     position = [0] * P_
     busy = [False] * P_
     finished: dict[tuple, float] = {}
@@ -306,7 +367,7 @@ def simulate(stages: int, microbatches: int, schedule: str = "1f1b", chunks: int
             return
         kind, j, c = orders[s][position[s]]
         op = (kind, j, c, s)
-        needs = _needs(op, P_, v_, name)
+        needs = _needs(op, P_, v_, name, m_)
         if any(n not in finished for n in needs):
             return
         ready = max([now] + [finished[n] + (hop if n[3] != s else 0.0) for n in needs])
@@ -479,8 +540,13 @@ PARALLELISM = {
 }
 """Per-chip traffic of each kind used alone at its degree, for one step of n_tok tokens."""
 
-step_compute = 6 * N_act * n_tok / F
-"""One step's matmul time on the group, the time the traffic can hide behind (F: all chips)."""
+u_mfu = sp.Symbol(r"\text{MFU}", positive=True)
+"""Local to this table: the share of peak FLOP/s the step's matmuls achieve."""
+step_compute = 6 * N_act * n_tok / (u_mfu * F)
+"""One step's compute time on the group, the time the traffic can hide behind (F: all chips'
+peak), assuming every transfer overlaps compute perfectly: the best case for each kind."""
+DEFAULT_MFU = 0.4
+"""A realistic large-run MFU (Llama 3 405B printed 38-43%), the table's default."""
 
 
 @dataclass(frozen=True)
@@ -496,17 +562,25 @@ class TrafficRow:
 
     @property
     def network(self) -> str:
-        """Scale-out suffices when its transfer fits inside the step's compute time."""
-        return "scale-out" if self.scale_out_time <= self.compute_time else "scale-up"
+        """The slower network whose transfer still fits inside the step's compute time, or
+        "neither" when even scale-up does not hide it."""
+        if self.scale_out_time <= self.compute_time:
+            return "scale-out"
+        return "scale-up" if self.scale_up_time <= self.compute_time else "neither"
 
 
 def parallelism_table(model, system, degree: int, tokens: float, grad_bytes: float = 4,
-                      act_bytes: float = 2, dtype: str = "bf16") -> list[TrafficRow]:
+                      act_bytes: float = 2, dtype: str = "bf16",
+                      mfu: float = DEFAULT_MFU) -> list[TrafficRow]:
     """Each kind of parallelism used alone at ``degree`` chips on one step of ``tokens`` tokens.
 
-    ``system`` supplies the chip (its FLOP/s and per-direction link rates). Gradients are reduced
-    in FP32 by default (``grad_bytes`` 4), activations sent in BF16. Expert parallelism applies
-    to MoE models only and is left out for dense ones."""
+    ``system`` supplies the chip (its peak FLOP/s and per-direction link rates, nominal, not
+    achievable). Gradients are reduced in FP32 by default (``grad_bytes`` 4), activations sent in
+    BF16; compute runs at ``mfu`` of peak and every transfer is assumed to overlap it perfectly
+    (tensor-parallel all-reduces and expert dispatch block unless overlapped; recomputation adds
+    two all-reduces per layer). The context row sends the model's cached K/V bytes per token
+    (for an MLA model, its compressed latent), not per-head keys and values. Expert parallelism
+    applies to MoE models only and is left out for dense ones."""
     mdl = model if isinstance(model, _models.Model) else _models.get(model)
     chip = (system if isinstance(system, _systems.System) else _systems.get(system)).chip
     n_chips = positive_int("degree", degree)
@@ -515,11 +589,13 @@ def parallelism_table(model, system, degree: int, tokens: float, grad_bytes: flo
     positive("tokens", tokens)
     positive("grad_bytes", grad_bytes)
     positive("act_bytes", act_bytes)
+    positive("mfu", mfu)
+    in_range("mfu", mfu, 0, 1)
     values = {N_tot: mdl.total_params, N_act: mdl.active_params, n_layers: mdl.n_layers,
               d_model: mdl.d_model, n_tok: tokens, b_g: grad_bytes, b_act: act_bytes,
               n_moe: mdl.n_moe_layers, k: mdl.moe["experts_per_token"] if mdl.moe else 0,
               b_kv: mdl.kv_bytes_per_token(act_bytes),
-              F: n_chips * chip.flops(dtype)}
+              F: n_chips * chip.flops(dtype), u_mfu: mfu}
     compute = float(step_compute.subs(values))
     rows = []
     for name, kind in PARALLELISM.items():

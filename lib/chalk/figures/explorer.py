@@ -84,8 +84,10 @@ def log_slider(name, label, low, high, per_decade=20, valid=None) -> Slider:
 
 
 def linear_slider(name, label, low, high, step, valid=None) -> Slider:
+    """Stops every ``step`` from ``low`` to ``high``, rounded so that a value typed in the prose
+    (1.9) is the stop itself and not a neighbour of 1.9000000000000001."""
     stops = np.arange(low, high + step / 2, step)
-    return Slider(name, label, tuple(float(s) for s in stops), valid or (low, high))
+    return Slider(name, label, tuple(float(f"{s:.12g}") for s in stops), valid or (low, high))
 
 
 @dataclass(frozen=True)

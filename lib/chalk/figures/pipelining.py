@@ -213,7 +213,8 @@ with a message (6 is not a multiple of 4 stages)."""
 class Explorer(explorer.Explorer):
     """Chapter 3's explorer: stages x micro-batches x schedule x chunks x t_B/t_F."""
     controls = (
-        Dropdown("schedule", "schedule", tuple((LABELS[s], s) for s in pipeline.SCHEDULES)),
+        # decode needs a steps axis the explorer does not have: the chapter shows it as a figure
+        Dropdown("schedule", "schedule", tuple((LABELS[s], s) for s in pipeline.SCHEDULES if s in LABELS)),
         Dropdown("stages", "stages P", tuple((str(p), p) for p in STAGES)),
         Dropdown("microbatches", "micro-batches m", tuple((str(m_), m_) for m_ in MICROBATCHES + (6, 12, 24, 48))),
         Dropdown("chunks", "chunks v", tuple((str(c), c) for c in CHUNKS)),

@@ -167,10 +167,13 @@ def _one_layer_stages() -> str:
 def _batch_not_neutral() -> str:
     stages = 4
     alone = pipeline.simulate(stages, 1, "inference").idle_fraction
+    hop = 0.5
     return (f"Latency is neutral apart from one hop per stage boundary, but the batch is not: with "
             f"{stages} stages one batch alone leaves {alone:.0%} of every stage idle, so {stages} micro-batches, "
             "each as large as one rack needs to amortise its weights, must be in flight to keep the pipeline "
-            "busy. The batch in flight grows $P$-fold, and with it the KV cache (Chapter 4).")
+            "busy. In decode each token loops back to the first stage, so hops raise that further: at a hop "
+            f"of {hop:g} $t_F$ it takes {pipeline.decode_microbatches_needed(stages, hop)}. The batch in flight "
+            "grows at least $P$-fold, and with it the KV cache (Chapter 4).")
 
 
 _REV_MODEL, _REV_TOKENS = "llama-3-70b", 8 * 8192

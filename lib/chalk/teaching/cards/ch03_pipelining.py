@@ -1,0 +1,81 @@
+"""Chapter 3 (pipelining): the numbers its flashcards quote and the figures they show.
+
+Every number is computed from ``chalk.pipeline`` and the catalog, as the chapter's are; none is an
+answer of the problem set, whose scenarios differ. The figures are the chapter's own Gantt chart
+and bubble plot, redrawn at card size.
+"""
+from collections.abc import Callable
+
+from ... import pipeline
+from ...catalog import hardware, layouts, models, systems
+
+_DS = "deepseek-v3"
+_NVL72 = "gb200-nvl72"
+_CARD_GANTT = dict(stages=4, microbatches=6)
+"""The card's Gantt chart: small enough to read every box at card size."""
+
+
+def _k() -> int:
+    return models.get(_DS).moe["experts_per_token"]
+
+
+def _nvl72():
+    return pipeline.rack_boundary(_DS, _NVL72)
+
+
+def _rhos() -> list[float]:
+    return [s.scale_up_to_out for s in systems.catalog_systems().values()]
+
+
+def _ds_layout():
+    return layouts.get(_DS)
+
+
+def _gantt():
+    # Imported here so that a deck without figures loads even while the figures module is edited.
+    from ...figures import pipelining
+    runs = [pipelining.run(_CARD_GANTT["stages"], _CARD_GANTT["microbatches"], s) for s in ("gpipe", "1f1b")]
+    fig = pipelining.gantt_figure(runs, ["GPipe", "1F1B"], width=5.6)
+    fig.set_size_inches(5.6, 3.8)  # the two charts' natural height is taller than a card allows
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    return fig
+
+
+def _bubbles():
+    from ...figures import pipelining
+    fig = pipelining.bubble_figure(stages=(4, 16))
+    fig.set_size_inches(5.8, 3.6)
+    fig.tight_layout()
+    return fig
+
+
+VALUES: dict[str, Callable[[], str]] = {
+    "pp_lecture_rho": lambda: f"{pipeline.LECTURE_RHO:.0f}",
+    "pp_k_ds": lambda: f"{_k()}",
+    "pp_lecture_one_layer": lambda: f"{pipeline.rack_boundary_ratio(1, _k(), pipeline.LECTURE_RHO):.0f}",
+    "pp_nvl72_rho": lambda: f"{_nvl72().bandwidth_ratio:.0f}",
+    "pp_nvl72_one_layer": lambda: f"{_nvl72().ratio_one_layer:.2f}",
+    "pp_nvl72_min_layers": lambda: f"{_nvl72().min_layers}",
+    "pp_rho_low": lambda: f"{min(_rhos()):.0f}",
+    "pp_rho_high": lambda: f"{max(_rhos()):.0f}",
+    "pp_ds_rho": lambda: f"{_ds_layout()['nvlink_GBps'] / _ds_layout()['ib_GBps']:.1f}",
+    "pp_ds_nodes": lambda: f"{_ds_layout()['max_nodes_per_token']:.0f}",
+    "pp_ds_max_experts": lambda: f"{_ds_layout()['max_experts']:.0f}",
+    "pp_ds_pp": lambda: f"{_ds_layout()['pipeline']:.0f}",
+    "pp_llama_pp": lambda: f"{layouts.get('llama-3.1-405b-8k-16384')['pipeline']:.0f}",
+    "pp_llama_tp": lambda: f"{layouts.get('llama-3.1-405b-8k-16384')['tensor']:.0f}",
+    "pp_one_batch_idle": lambda: f"{pipeline.simulate(4, 1, 'inference').idle_fraction:.0%}",
+    "pp_rack_tb": lambda: f"{systems.get(_NVL72).count * systems.get(_NVL72).chip.hbm_capacity / 1e12:.1f}",
+    "pp_ds_fp8_gb": lambda: f"{models.get(_DS).total_params * hardware.bytes_per_weight('fp8') / 1e9:,.0f}",
+    "pp_ds_fanout": lambda: f"{pipeline.experts_per_crossing(_ds_layout()['nvlink_GBps'] / _ds_layout()['ib_GBps']):.1f}",
+    "pp_gantt_p": lambda: f"{_CARD_GANTT['stages']}",
+    "pp_gantt_m": lambda: f"{_CARD_GANTT['microbatches']}",
+    "pp_gantt_gpipe": lambda: f"{pipeline.bubble_fraction(**_CARD_GANTT, schedule='gpipe'):.0%}",
+}
+"""Numbers the cards quote, each computed from chalk and formatted as the card shows it."""
+
+FIGURES: dict[str, Callable] = {
+    "pp_gantt": _gantt,
+    "pp_bubbles": _bubbles,
+}
+"""Figures a card may name: GPipe against 1F1B, and the bubble against micro-batches."""
