@@ -11,7 +11,7 @@ import warnings
 
 from . import calculator, pricing
 from .catalog import hardware, models, prices, reference
-from .errors import ChalkError
+from .errors import ChalkError, number_text
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_DOES_NOT_FIT = 0, 2, 3
 
@@ -23,14 +23,10 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
 
 
-def _number_text(x) -> str:
-    return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
-
-
 def _whole(name, low=None, high=None):
     """An argparse type for whole numbers in the library's valid range (``calculator.LIMITS``)."""
     low, high = calculator.LIMITS[name] if low is None else (low, high)
-    valid = f"a whole number from {_number_text(low)} to {_number_text(high)}"
+    valid = f"a whole number from {number_text(low)} to {number_text(high)}"
 
     def parse(text):
         try:

@@ -67,11 +67,11 @@ def positive_int(name: str, value) -> int:
 def in_range(name: str, value, low: float, high: float):
     arr = _as_array(name, value)
     if np.any(arr < low) or np.any(arr > high):
-        raise ChalkError(f"{name} must be between {_number(low)} and {_number(high)}, got {value!r}")
+        raise ChalkError(f"{name} must be between {number_text(low)} and {number_text(high)}, got {value!r}")
     return value
 
 
-def _number(x: float) -> str:
+def number_text(x: float) -> str:
     """1000000 -> '1,000,000'; 0.001 -> '0.001': a range a reader takes in at a glance."""
     return f"{int(x):,}" if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
 
