@@ -113,3 +113,10 @@ def test_the_section_the_page_links_to_exists_in_chapter_one():
                 for line in c.source.splitlines() if line.startswith("## ")]
     slugs = {re.sub(r"[^a-z0-9]+", "-", h.lower()).strip("-") for h in headings}
     assert corrections.SECTION in slugs
+
+
+def test_chapter_link_names_the_chapter_once():
+    # Notebook titles start with their syllabus number ("# 1. How batch size..."); the link adds
+    # "Chapter 1: " itself, so the number must not appear twice.
+    link = corrections._chapter_cell(corrections.get("dropped-constants"))
+    assert "Chapter 1: How batch size" in link and "Chapter 1: 1." not in link

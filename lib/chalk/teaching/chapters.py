@@ -73,10 +73,11 @@ class Chapter:
 
     @property
     def title(self) -> str:
-        """The notebook's first heading once it is written, else the syllabus's title."""
+        """The notebook's first heading (without the chapter number it starts with) once it is
+        written, else the syllabus's title."""
         if self.written:
             for cell in nbformat.read(self.notebook, as_version=4).cells:
-                if cell.cell_type == "markdown" and (m := re.search(r"^# (.+)$", cell.source, re.M)):
+                if cell.cell_type == "markdown" and (m := re.search(r"^# (?:\d+\. )?(.+)$", cell.source, re.M)):
                     return m.group(1).strip()
         return PLANNED.get(self.name, self.name)
 
