@@ -37,7 +37,7 @@ def test_serve_prints_formula_values_result_and_regime(capsys):
                      "--context", "32768", "--dtype", "fp8"])
     out = capsys.readouterr().out
     assert code == cli.EXIT_OK
-    assert "Max(2*B*N_act/F" in out and "2048" in out and "32768" in out
+    assert "Max(B*L*f_att/F_att + 2*B*N_act/F" in out and "2048" in out and "32768" in out
     assert "memory-bound (KV cache)" in out and "step time" in out and "tokens/s" in out
 
 

@@ -21,7 +21,9 @@ PNG = b"\x89PNG\r\n\x1a\n"
 def hand_times(batch, context, chips=8, b_w=2.0):
     """Step-time terms of Llama 3 70B in BF16 on `chips` H100s, written out."""
     F, W = chips * H100.flops("bf16"), chips * H100.hbm_bandwidth
-    compute = 2 * batch * LLAMA70.active_params / F
+    # Attention: 4 FLOPs per head dimension per cached token (scores and values), 64 heads of
+    # 128 in each of 80 layers, in BF16 like the weights here.
+    compute = batch * (2 * LLAMA70.active_params + 4 * 64 * 128 * 80 * context) / F
     memory = (LLAMA70.total_params * b_w + batch * context * LLAMA70.kv_bytes_per_token(2)) / W
     return compute, memory
 
@@ -113,6 +115,7 @@ def test_marker_at_the_last_batch_is_not_clipped():
 def test_balance_context_figure_stops_each_curve_at_its_asymptote():
     fig = plotting.balance_context_figure([("H100-SXM", "llama-3-70b", "bf16")])
     (line,) = fig.axes[0].get_lines()[:1]
-    l_star = 2 * LLAMA70.active_params / (H100.intensity("bf16") * LLAMA70.kv_bytes_per_token(2))
+    # L* = 2 N_act / (r b_kv - f_att), f_att = 4 x 64 heads x 128 x 80 layers FLOP per cached token.
+    l_star = 2 * LLAMA70.active_params / (H100.intensity("bf16") * LLAMA70.kv_bytes_per_token(2) - 4 * 64 * 128 * 80)
     assert line.get_xdata().max() < l_star
     assert f"{l_star:,.0f}" in line.get_label()

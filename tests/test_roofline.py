@@ -6,29 +6,55 @@ import pytest
 import sympy as sp
 
 from chalk import roofline
-from chalk.notation import B, F, L, N_act, N_tot, W, b_kv, b_w, r, s
+from chalk.notation import B, F, F_att, L, N_act, N_tot, W, b_kv, b_w, f_att, r, s
 
 
 def test_balance_batch_solves_compute_equals_memory():
-    # Hand derivation: 2 B N_act / F = (N_tot b_w + B L b_kv) / W.
-    hand = N_tot * b_w / (2 * N_act / r - L * b_kv)
+    # Hand derivation: B (2 N_act / F + f_att L / F_att) = (N_tot b_w + B L b_kv) / W, F = r W.
+    hand = (N_tot * b_w / W) / (2 * N_act / (r * W) + f_att * L / F_att - L * b_kv / W)
     assert sp.simplify(roofline.balance_batch_r - hand) == 0
     assert sp.simplify(roofline.balance_batch_no_kv - r * b_w * s / 2) == 0
 
 
 def test_balance_context_and_mfu_limit():
-    assert sp.simplify(roofline.balance_context - 2 * N_act / (r * b_kv)) == 0
-    # Past L*, the best MFU at infinite batch is L*/L.
-    assert sp.simplify(roofline.mfu_beyond_balance - roofline.balance_context / L) == 0
+    # With attention at the weights' rate: 2 N_act / r = L (b_kv - f_att / r).
+    assert sp.simplify(roofline.balance_context_same_format - 2 * N_act / (r * b_kv - f_att)) == 0
+    # Without attention FLOPs the lecture's L* = 2 N_act / (r b_kv), and past it the best MFU at
+    # infinite batch is L*/L.
+    assert sp.simplify(roofline.balance_context.subs(f_att, 0) - 2 * N_act / (r * b_kv)) == 0
+    no_attn = roofline.mfu_beyond_balance.subs(f_att, 0)
+    assert sp.simplify(no_attn - roofline.balance_context.subs(f_att, 0) / L) == 0
+
+
+def test_small_batch_penalty_is_r_bw_over_2_for_dense_and_moe():
+    # At B = 1 a token reads N_act b_w bytes (an MoE reads only the k experts it picked) and at
+    # large batch it costs 2 N_act / F: the ratio is F b_w / (2 W) = r b_w / 2, sparsity-free.
+    assert sp.simplify(roofline.small_batch_penalty - r * b_w / 2) == 0
+    h100 = 989.4e12 / 3.35e12  # H100 SXM datasheet: 989.4 dense BF16 TFLOP/s, 3.35 TB/s
+    for model in ("deepseek-v3", "llama-3-70b", "mixtral-8x7b"):
+        one = roofline.decode_point("H100-SXM", model, 1, 0, "bf16", chips=32, headroom=0)
+        flat = one.t_compute  # compute time of one token at zero context
+        assert one.t_step / flat == pytest.approx(h100 * 2 / 2, rel=1e-3)
 
 
 def test_step_time_is_max_of_compute_and_memory_numerically():
+    # A dense replica (N_routed = 0): attention 1e6 FLOP per cached token at 5e14 FLOP/s.
     args = dict(B=np.array([1.0, 100.0, 1e4]), L=1000.0, N_act=1e10, N_tot=1e11, b_w=1.0,
-                b_kv=1e5, F=1e15, W=1e12)
+                b_kv=1e5, F=1e15, W=1e12, f_att=1e6, F_att=5e14, N_rout=0.0, k=1, n_exp=1)
     t = roofline.numeric["t_step"](*args.values())
-    compute = 2 * args["B"] * 1e10 / 1e15
+    compute = args["B"] * (2 * 1e10 / 1e15 + 1e6 * 1000 / 5e14)
     memory = (1e11 + args["B"] * 1000 * 1e5) / 1e12
     np.testing.assert_allclose(t, np.maximum(compute, memory), rtol=1e-12)
+
+
+def test_weight_read_counts_the_experts_a_batch_touches():
+    # 64 routed experts of 1e9 parameters, 2 picked per token, 5e9 other parameters, 1 B/weight:
+    # a batch of 3 misses each expert with probability (62/64)^3.
+    args = dict(B=3.0, L=0.0, N_act=7e9, N_tot=69e9, b_w=1.0, b_kv=1.0, F=1e15, W=1e12,
+                f_att=0.0, F_att=1e15, N_rout=64e9, k=2, n_exp=64)
+    read = 69e9 - 64e9 * (62 / 64) ** 3
+    assert roofline.numeric["t_weights"](*args.values()) == pytest.approx(read / 1e12, rel=1e-12)
+    assert roofline.numeric["t_weights_all"](*args.values()) == pytest.approx(69e9 / 1e12)
 
 
 def test_balance_batch_grows_with_context_and_diverges_at_l_star():

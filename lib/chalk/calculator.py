@@ -9,8 +9,9 @@ works on that. Defaults, stated once:
   fragmentation), the same default as the library's own fit checks.
 * ``MFU = 1.0`` and ``MEMORY_EFFICIENCY = 1.0``: the roofline bound. The knobs divide peak FLOP/s
   and peak HBM bandwidth, F -> eta_c F and W -> eta_m W, so a step takes at least 1/eta longer.
-* A pass of ``n`` new tokens per sequence (prefill) does n times the matmul work of a decode step
-  and reads the weights once; its KV term is the cache at the context after the pass.
+* A pass of ``n`` new tokens per sequence (prefill) does n times the matmul work of a decode step,
+  its tokens attend causally (L - (n - 1)/2 cached tokens on average, L the context after the
+  pass), it reads the weights its B n tokens touch once, and its KV term is the cache at L.
 """
 import math
 import re
@@ -22,7 +23,8 @@ import sympy as sp
 from . import roofline
 from .catalog import hardware, systems
 from .errors import ChalkError, DoesNotFit, in_range, positive, positive_int
-from .notation import B, F, L, N_act, N_tot, W, b_kv, b_w, eta_c, eta_m, n, n_chips, p_chip
+from .notation import (B, F, F_att, L, N_act, N_rout, N_tot, W, b_kv, b_w, eta_c, eta_m, f_att, k, n,
+                       n_chips, n_exp, p_chip)
 from .catalog.quoted import USD_PER_CHIP_HOUR
 
 HEADROOM = roofline.HEADROOM
@@ -34,12 +36,19 @@ LIMITS = {"chips": (1, 1_000_000), "batch": (1, 1e9), "context": (0, 1e9), "prom
 keyboard (1e20 sequences, 1e30 chips) is an error naming the range, not an answer."""
 
 # --- formulas: roofline's, generalised to a pass of n tokens and to the efficiency knobs --------
-_derated = {F: eta_c * F, W: eta_m * W}
-t_compute_pass = roofline.t_compute.subs(B, B * n).subs(_derated, simultaneous=True)
-"""A pass of n new tokens for each of B sequences: n times a decode step's matmuls."""
-t_mem_pass = roofline.t_mem.subs(_derated, simultaneous=True)
-"""Weights read once; the KV cache of every sequence read (written) once."""
+_derated = {F: eta_c * F, F_att: eta_c * F_att, W: eta_m * W}
+_compute_pass = (roofline.t_matmul + roofline.t_attn.subs(L, L - (n - 1) / 2)).subs(B, B * n)
+_mem_pass = roofline.t_weights.subs(B, B * n) + roofline.t_kv
+t_compute_pass = _compute_pass.subs(_derated, simultaneous=True)
+"""A pass of n new tokens for each of B sequences: n times a decode step's matmuls, and attention
+over the L - (n - 1)/2 tokens each new token sees on average."""
+t_mem_pass = _mem_pass.subs(_derated, simultaneous=True)
+"""The weights the pass's B n tokens touch, read once; the KV cache of every sequence read once."""
 t_pass = sp.Max(t_compute_pass, t_mem_pass)
+_pass_numeric = {name: sp.lambdify((n,) + roofline.ARGS, expr) for name, expr in
+                 {"t_compute": _compute_pass, "t_weights": roofline.t_weights.subs(B, B * n),
+                  "t_kv": roofline.t_kv, "t_attn": roofline.t_attn.subs(L, L - (n - 1) / 2).subs(B, B * n)}.items()}
+"""The pass's times at peak rates, taking (n, *roofline.ARGS); the knobs derate F, F_att and W."""
 cost_per_token_pass = t_pass * n_chips * p_chip / (3600 * B * n)
 """Dollars per token of a pass: the replica's rental for the pass shared by its B n tokens."""
 
@@ -202,16 +211,21 @@ def run_pass(model, target, batch, context, n=1, dtype="bf16", chips=None, kv_by
     _context_warning(rep.model, context)
     in_range("headroom", headroom, 0, 0.99)
     rep.check_fit(batch, context, headroom)
-    n_act, n_tot, b_w, b_kv, flops, bw = rep.params(context)
-    f = roofline.numeric
-    peak = float(f["t_compute"](batch * n, context, n_act, n_tot, b_w, b_kv, flops, bw))
-    derated = (n_act, n_tot, b_w, b_kv, flops * mfu, bw * memory_efficiency)
+    p = rep.params(context)
+    derated = _derate(p, mfu, memory_efficiency)
+    times = {name: float(f(n, batch, context, *derated)) for name, f in _pass_numeric.items()}
     return PassPoint(
-        t_compute=float(f["t_compute"](batch * n, context, *derated)),
-        t_weights=float(f["t_weights"](batch, context, *derated)),
-        t_kv=float(f["t_kv"](batch, context, *derated)),
-        batch=float(batch), chips=rep.chips, usd_per_chip_hour=float(usd_per_chip_hour),
-        n=n, context=float(context), t_compute_peak=peak)
+        **times, batch=float(batch), chips=rep.chips, usd_per_chip_hour=float(usd_per_chip_hour),
+        n=n, context=float(context), t_compute_peak=float(_pass_numeric["t_compute"](n, batch, context, *p)))
+
+
+def _derate(params: tuple, mfu: float, memory_efficiency: float) -> tuple:
+    """``Replica.params`` with F and F_att times ``mfu`` and W times ``memory_efficiency``."""
+    named = dict(zip(roofline.ARGS[2:], params))
+    named[F] *= mfu
+    named[F_att] *= mfu
+    named[W] *= memory_efficiency
+    return tuple(named.values())
 
 
 def decode(model, target, batch, context, **kwargs) -> PassPoint:
@@ -230,11 +244,13 @@ def substituted(point: PassPoint, model, target, dtype="bf16", chips=None, kv_by
     """The pass formula in plain text, and the same text with this point's numbers in place of
     the symbols (term for term, so the two lines read alike)."""
     rep = _replica(model, target, dtype, chips, kv_bytes_per_element)
-    n_act, n_tot, bw_, kv, flops, bw = rep.params(point.context)
-    values = {B: int(point.batch), n: point.n, L: int(point.context), N_act: _g(n_act),
-              N_tot: _g(n_tot), b_w: _g(bw_), b_kv: _g(float(kv)), F: _g(flops), W: _g(bw),
-              eta_c: _g(mfu), eta_m: _g(memory_efficiency)}
+    named = dict(zip(roofline.ARGS[2:], rep.params(point.context)))
+    values = {sym: _g(float(value)) for sym, value in named.items()}
+    values |= {B: int(point.batch), n: point.n, L: int(point.context), k: int(named[k]),
+               n_exp: int(named[n_exp]), eta_c: _g(mfu), eta_m: _g(memory_efficiency)}
     expr = roofline.t_step if (point.n, mfu, memory_efficiency) == (1, 1, 1) else t_pass
+    if not rep.model.moe:  # a dense model reads all its weights at any batch: no experts term
+        expr = expr.subs(N_rout, 0)
     formula = plain(expr)
     by_name = {_ascii_name(sym): str(value) for sym, value in values.items()}
     filled = re.sub(r"\b[A-Za-z_]\w*\b", lambda m: by_name.get(m.group(0), m.group(0)), formula)
@@ -247,8 +263,9 @@ def _ascii_name(sym) -> str:
 
 
 def plain(expr) -> str:
-    """A formula in plain text for a terminal: N_\\text{act} -> N_act, \\eta_\\text{c} -> eta_c."""
-    return sp.sstr(expr.subs({s_: sp.Symbol(_ascii_name(s_)) for s_ in expr.free_symbols}))
+    """A formula in plain text for a terminal: N_\\text{act} -> N_act, \\eta_\\text{c} -> eta_c, powers
+    with ^."""
+    return sp.sstr(expr.subs({s_: sp.Symbol(_ascii_name(s_)) for s_ in expr.free_symbols})).replace("**", "^")
 
 
 def _g(x: float) -> str:

@@ -106,6 +106,15 @@ n_DP = _sym(r"n_\text{DP}")
 n_TP = _sym(r"n_\text{TP}")
 n_CP = _sym(r"n_\text{CP}")
 b_g = _sym("b_g")
+f_att = _sym(r"f_\text{att}")
+F_att = _sym(r"F_\text{att}")
+N_rout = _sym(r"N_\text{routed}")
+c_chip = _sym("c")
+W_chip = _sym(r"W_\text{chip}")
+b_opt = _sym(r"b_\text{opt}")
+gamma = _sym(r"\gamma")
+n_dim = _sym(r"n_\text{dim}")
+n_side = _sym(r"n_\text{side}")
 
 TABLE: tuple[Entry, ...] = (
     Entry(B, "batch: sequences in one decode step (one new token each)", "sequences"),
@@ -194,6 +203,15 @@ TABLE: tuple[Entry, ...] = (
     Entry(n_TP, "tensor-parallel degree", "chips"),
     Entry(n_CP, "context (sequence) parallel degree", "chips"),
     Entry(b_g, "bytes per gradient element in the data-parallel all-reduce (BF16 2, FP32 4)", "B"),
+    Entry(f_att, "decode attention FLOPs per cached token, for one new token, all layers", "FLOP/token"),
+    Entry(F_att, "peak FLOP/s of one replica's chips in the number format attention runs in (BF16)", "FLOP/s"),
+    Entry(N_rout, "parameters of all routed experts, all MoE layers (0 for a dense model)", "parameters"),
+    Entry(c_chip, "memory one chip must hold: its share of the weights and of the KV cache", "B"),
+    Entry(W_chip, "HBM bandwidth of one chip ($W$ of a replica of $S$ chips is $S\\,W_\\text{chip}$)", "B/s"),
+    Entry(b_opt, "optimizer-state bytes per parameter, master copy included (mixed-precision Adam 12)", "B"),
+    Entry(gamma, "capacity factor: the tokens an expert copy may take, over its mean load", "–"),
+    Entry(n_dim, "dimensions of a torus scale-up network (ICI: 2 or 3)", "–"),
+    Entry(n_side, "chips along the longest side of a torus", "chips"),
 )
 
 

@@ -24,13 +24,16 @@ from .errors import ChalkError, positive
 from .notation import C, F, L_star, N_act, T_hold, W, b_kv, eta_c, p_in, p_out
 
 # --- formulas -------------------------------------------------------------------------------
-_prefill_time = roofline.t_compute.subs(roofline.B, 1)
+# Both passes are priced by their weight matmuls, at short context where attention is negligible.
+_prefill_time = roofline.t_matmul.subs(roofline.B, 1)
 _decode_time = _prefill_time.subs(F, eta_c * F)
 decode_mfu_from_prices = sp.solve(sp.Eq(p_out / p_in, _decode_time / _prefill_time), eta_c)[0]
 """eta_c = p_in / p_out: decode MFU implied by the ratio of output to input price."""
 
-kv_bytes_from_step = sp.solve(sp.Eq(L_star, roofline.balance_context), b_kv)[0]
-"""b_kv = 2 N_act / (r L*): KV bytes per token implied by a price step at context L*."""
+kv_bytes_from_step = sp.solve(sp.Eq(L_star, roofline.balance_context.subs(roofline.f_att, 0)), b_kv)[0]
+"""b_kv = 2 N_act / (r L*): KV bytes per token implied by a price step at context L*, for a model
+whose attention FLOPs are negligible beside its KV bytes (MHA/GQA, about 8 FLOP per byte). An MLA
+model does f_att FLOPs per cached token and would need f_att / r more bytes for the same step."""
 
 drain_time = C / W
 """Seconds to read a whole tier once."""

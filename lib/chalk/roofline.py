@@ -12,13 +12,23 @@ import sympy as sp
 from .catalog import hardware, models
 from .catalog.quoted import USD_PER_CHIP_HOUR
 from .errors import ChalkError, DoesNotFit, in_range, non_negative, positive, positive_int
-from .notation import B, F, L, N_act, N_tot, W, b_kv, b_w, n_chips, p_chip, r, s
+from .notation import B, F, F_att, L, N_act, N_rout, N_tot, W, b_kv, b_w, f_att, k, n_chips, n_exp, p_chip, r, s
 
 # --- formulas ---------------------------------------------------------------------------------
-t_compute = 2 * B * N_act / F
-"""Matmul time of one step: every sequence's new token touches every active weight, 2 FLOPs each."""
-t_weights = N_tot * b_w / W
-"""Reading every weight (all experts) once from HBM."""
+t_matmul = 2 * B * N_act / F
+"""Weight matmuls of one step: every sequence's new token touches every active weight, 2 FLOPs each."""
+t_attn = B * f_att * L / F_att
+"""Attention of one step: each new token scores and sums its L cached tokens, f_att FLOPs each,
+at the rate of the number format attention runs in (BF16 in today's serving kernels)."""
+t_compute = t_matmul + t_attn
+
+experts_unread = N_rout * (1 - k / n_exp) ** B
+"""Routed-expert weights a step leaves unread: with uniform routing each expert is missed by one
+token with probability 1 - k/n_exp, independently across the B tokens (``chalk.moe``)."""
+t_weights_all = N_tot * b_w / W
+"""Reading every weight (all experts) once from HBM: what a step of B >> n_exp/k tokens does."""
+t_weights = (N_tot - experts_unread) * b_w / W
+"""Reading the weights a step touches: everything dense, and the routed experts some token picked."""
 t_kv = B * L * b_kv / W
 """Reading each sequence's KV cache of L tokens."""
 t_mem = t_weights + t_kv
@@ -30,7 +40,6 @@ cost_per_token = t_step * n_chips * p_chip / (3600 * B)
 tokens_per_second = B / t_step
 
 
-
 def _tidy(expr):
     """Write a quotient so its denominator is positive at zero context (solve returns -x/-y)."""
     num, den = sp.fraction(sp.together(expr))
@@ -39,28 +48,52 @@ def _tidy(expr):
     return sp.Mul(num, sp.Pow(sp.expand(den), -1), evaluate=False)
 
 
-balance_batch_expr = _tidy(sp.solve(sp.Eq(t_compute, t_mem), B)[0])
-"""B* where compute time equals memory time, with KV traffic."""
+# B* sits far above n_exp/k for every catalog model (thousands against 32 for DeepSeek-V3), where
+# (1 - k/n_exp)^B is below 1e-10: the balance is solved with every expert read, and the tests
+# check the exact root of t_compute = t_mem agrees.
+balance_batch_expr = _tidy(sp.solve(sp.Eq(t_compute, t_weights_all + t_kv), B)[0])
+"""B* where compute time equals memory time, with attention FLOPs and KV traffic."""
 balance_batch_r = _tidy(sp.simplify(balance_batch_expr.subs(F, r * W)))
 """The same B* written with the hardware intensity r = F/W."""
 balance_batch_no_kv = sp.simplify(balance_batch_r.subs(L, 0).subs(N_tot, s * N_act))
 """B* = r b_w s / 2 when KV traffic is ignored."""
 balance_context = sp.solve(sp.denom(sp.together(balance_batch_r)), L)[0]
-"""L* where B* diverges: past it, KV reads alone outlast compute at any batch."""
-mfu_beyond_balance = sp.limit(t_compute / t_mem, B, sp.oo).subs(F, r * W)
-"""Compute time over memory time at infinite batch: L*/L once L > L*."""
+"""L* where B* diverges: past it, KV reads alone outlast compute at any batch. Infinite (no
+crossing) when attention's FLOPs per cached token outrun its bytes: f_att/F_att >= b_kv/W."""
+balance_context_same_format = sp.simplify(balance_context.subs(F_att, r * W))
+"""L* = 2 N_act / (r b_kv - f_att) when attention runs at the weights' FLOP rate (BF16 serving)."""
+mfu_beyond_balance = sp.simplify(sp.limit(t_compute / (t_weights_all + t_kv), B, sp.oo).subs(F, r * W))
+"""Compute time over memory time at infinite batch, once L > L*."""
+
+routed_identity = {N_rout: (N_tot - N_act) / (1 - k / n_exp)}
+"""A token skips n_exp - k of every layer's routed experts, and those are exactly what N_tot has and
+N_act lacks: N_rout (1 - k/n_exp) = N_tot - N_act."""
+small_batch_penalty = sp.simplify(((t_weights / t_matmul).subs(B, 1).subs(routed_identity)).subs(F, r * W))
+"""Cost of a token at B = 1 over its cost in the compute-bound regime, KV aside: r b_w / 2 for any
+model, dense or MoE, because at B = 1 an MoE reads only the experts its token picked."""
 
 lecture_ratio = F * b_w / (2 * W)
 """What the lecture's "≈300" stands for: multiplies per byte of weight, precision-independent."""
 
-ARGS = (B, L, N_act, N_tot, b_w, b_kv, F, W)
+ARGS = (B, L, N_act, N_tot, b_w, b_kv, F, W, f_att, F_att, N_rout, k, n_exp)
 _max = [{"Max": np.maximum}, "numpy"]
-numeric = {
-    name: sp.lambdify(ARGS, expr, modules=_max)
-    for name, expr in {"t_compute": t_compute, "t_weights": t_weights, "t_kv": t_kv,
-                       "t_mem": t_mem, "t_step": t_step, "balance_batch": balance_batch_expr}.items()
-}
-"""Vectorised NumPy versions of the formulas, all taking (B, L, N_act, N_tot, b_w, b_kv, F, W)."""
+
+
+def _numeric(expr):
+    """``expr`` as a vectorised NumPy function of ``ARGS``. The attention and routing arguments
+    default to the lecture's model, a dense one without attention FLOPs (attention at F)."""
+    f = sp.lambdify(ARGS, expr, modules=_max)
+
+    def evaluate(B, L, N_act, N_tot, b_w, b_kv, F, W, f_att=0.0, F_att=None, N_routed=0.0, k=1, n_exp=1):
+        return f(B, L, N_act, N_tot, b_w, b_kv, F, W, f_att, F if F_att is None else F_att, N_routed, k, n_exp)
+    return evaluate
+
+
+numeric = {name: _numeric(expr) for name, expr in {
+    "t_matmul": t_matmul, "t_attn": t_attn, "t_compute": t_compute, "t_weights": t_weights,
+    "t_weights_all": t_weights_all, "t_kv": t_kv, "t_mem": t_mem, "t_step": t_step,
+    "balance_batch": balance_batch_expr}.items()}
+"""Vectorised NumPy versions of the formulas: (B, L) then a replica's ``Replica.params(L)``."""
 
 
 # --- the catalog-facing API -------------------------------------------------------------------
@@ -82,6 +115,7 @@ class Replica:
     dtype: str
     chips: int
     kv_bytes_per_element: float
+    attention_dtype: str = "bf16"
 
     @property
     def weight_bytes(self) -> float:
@@ -96,20 +130,32 @@ class Replica:
         return (np.asarray(batch) * np.asarray(context) * self.model.kv_bytes_per_token(e)
                 + np.asarray(batch) * self.model.kv_bytes_windowed(context, e))
 
-    def params(self, context=0.0) -> tuple:
-        """(N_act, N_tot, b_w, b_kv, F, W) for ``numeric``, after its (B, L).
+    @property
+    def attention_flops_rate(self) -> float:
+        """F_att: the replica's peak FLOP/s in the number format attention runs in."""
+        return self.chips * self.chip.flops(self.attention_dtype)
 
-        With sliding-window layers the KV cache is not linear in context; b_kv is then the
-        effective bytes per token at ``context``, kv_bytes(context) / context, so that L b_kv is
-        the exact cache of one sequence. Without windows it is ``kv_bytes_per_token``."""
-        e = self.kv_bytes_per_element
-        b_kv_value = self.model.kv_bytes_per_token(e)
-        windowed = self.model.kv_bytes_windowed(context, e)
+    def params(self, context=0.0) -> tuple:
+        """(N_act, N_tot, b_w, b_kv, F, W, f_att, F_att, N_routed, k, n_exp) for ``numeric``, after
+        its (B, L).
+
+        With sliding-window layers the KV cache and the attention work are not linear in context;
+        b_kv and f_att are then their effective values per token at ``context`` (total / context),
+        so that L b_kv and L f_att are exact for one sequence. Without windows they are the
+        per-token constants. A dense model has N_routed = 0 (and k = n_exp = 1, which then
+        multiply nothing)."""
+        m, e = self.model, self.kv_bytes_per_element
+        b_kv_value, f_value = m.kv_bytes_per_token(e), m.attention_flops_per_cached_token()
+        windowed = m.kv_bytes_windowed(context, e)
         if np.any(windowed):
             ctx = np.asarray(context, dtype=float)
-            b_kv_value = b_kv_value + np.divide(windowed, ctx, out=np.zeros_like(ctx), where=ctx > 0)
-        return (self.model.active_params, self.model.total_params, hardware.bytes_per_weight(self.dtype),
-                b_kv_value, self.chips * self.chip.flops(self.dtype), self.chips * self.chip.hbm_bandwidth)
+            per_token = lambda total: np.divide(total, ctx, out=np.zeros_like(ctx), where=ctx > 0)
+            b_kv_value = b_kv_value + per_token(windowed)
+            f_value = f_value + per_token(m.attention_flops_windowed(context))
+        k_value, n_value = (m.moe["experts_per_token"], m.moe["n_routed_experts"]) if m.moe else (1, 1)
+        return (m.active_params, m.total_params, hardware.bytes_per_weight(self.dtype), b_kv_value,
+                self.chips * self.chip.flops(self.dtype), self.chips * self.chip.hbm_bandwidth,
+                f_value, self.attention_flops_rate, m.routed_expert_params, k_value, n_value)
 
     def check_fit(self, batch, context, headroom: float = HEADROOM) -> None:
         """Raise DoesNotFit, with the shortfall, if weights + KV exceed the usable HBM."""
@@ -133,18 +179,29 @@ class Replica:
         return float(math.floor(free / float(self.kv_bytes(1, context))))
 
     def balance_context(self) -> float:
-        """L* = 2 N_act / (r b_kv) in tokens."""
-        n_act, _, _, kv, flops, bw = self.params()
-        return float(balance_context.subs({N_act: n_act, r: flops / bw, b_kv: kv}))
+        """L* in tokens at long context; ``inf`` when attention's FLOPs per cached token take at
+        least as long as its bytes (f_att / F_att >= b_kv / W), so that no context is KV-bound."""
+        n_act, _, _, kv, flops, bw, f, f_rate, *_ = self.params()
+        if f / f_rate >= kv / bw:
+            return math.inf
+        return float(balance_context.subs({N_act: n_act, r: flops / bw, b_kv: kv, W: bw,
+                                           f_att: f, F_att: f_rate}))
 
 
-def replica(chip, model, dtype="bf16", chips=1, kv_bytes_per_element=2) -> Replica:
-    """The public boundary: names (or catalog objects) resolved and every input checked, once."""
+def replica(chip, model, dtype="bf16", chips=1, kv_bytes_per_element=2, attention_dtype=None) -> Replica:
+    """The public boundary: names (or catalog objects) resolved and every input checked, once.
+
+    ``attention_dtype`` is the number format of the attention kernels: by default BF16, as in
+    FlashAttention and FlashMLA whatever format the weights are served in, or the weights' own
+    format on a chip with no published BF16 rate."""
     chip = hardware.get(chip) if isinstance(chip, str) else chip
     model = models.get(model) if isinstance(model, str) else model
     chip.flops(dtype)  # the number format must be one this chip has a published rate for
+    if attention_dtype is None:
+        attention_dtype = "bf16" if "bf16" in chip.dtypes else dtype
+    chip.flops(attention_dtype)
     return Replica(chip, model, dtype, positive_int("chips", chips),
-                   float(positive("kv_bytes_per_element", kv_bytes_per_element)))
+                   float(positive("kv_bytes_per_element", kv_bytes_per_element)), attention_dtype)
 
 
 def _workload(batch, context, headroom=HEADROOM):
@@ -226,13 +283,18 @@ def step_time(chip, model, batch, context, dtype="bf16", chips=1, kv_bytes_per_e
 
 @dataclass(frozen=True)
 class DecodePoint:
-    """One operating point of a replica: the two times, the bound and what it costs."""
+    """One operating point of a replica: the two times, the bound and what it costs.
+
+    ``t_compute`` is the weight matmuls plus attention (``t_attn`` of it); ``t_weights`` counts
+    only the experts the step's tokens touch. The cost covers decode output tokens at the rental
+    price alone: no prefill, idle capacity, networking between replicas, or margin."""
     t_compute: float
     t_weights: float
     t_kv: float
     batch: float
     chips: int
     usd_per_chip_hour: float
+    t_attn: float = 0.0
 
     @property
     def t_mem(self) -> float:
@@ -245,12 +307,13 @@ class DecodePoint:
     @property
     def regime(self) -> str:
         if self.t_compute >= self.t_mem:
-            return "compute-bound"
+            return "compute-bound (attention)" if 2 * self.t_attn > self.t_compute else "compute-bound"
         return "memory-bound (weights)" if self.t_weights >= self.t_kv else "memory-bound (KV cache)"
 
     @property
     def mfu(self) -> float:
-        """Fraction of peak FLOP/s the step can use at best."""
+        """Model FLOPs utilisation at best: the step's FLOPs (weight matmuls and attention) over
+        what the chips could do at peak in the step's time."""
         return self.t_compute / self.t_step
 
     @property
@@ -274,14 +337,19 @@ def decode_point(chip, model, batch, context, dtype="bf16", chips=1, usd_per_chi
         t_compute=float(numeric["t_compute"](batch, context, *p)),
         t_weights=float(numeric["t_weights"](batch, context, *p)),
         t_kv=float(numeric["t_kv"](batch, context, *p)),
+        t_attn=float(numeric["t_attn"](batch, context, *p)),
         batch=float(batch), chips=rep.chips, usd_per_chip_hour=float(usd_per_chip_hour))
 
 
 def fast_mode(speed_ratio: float, price_ratio: float) -> tuple[float, float]:
-    """Invert a fast tier: (normal batch / B*, fast batch / B*) from its speed and price ratios.
+    """Where the roofline places a fast tier: (normal batch / B*, fast batch / B*).
 
-    Normal service sits on the compute-bound slope, where a step's time grows with batch, and fast
-    mode on the flat weight-bound floor, where the price per token grows as the batch shrinks.
+    The batch ratio B_0/B_f = speed ratio x price ratio is an identity whenever a token's cost is
+    proportional to t_step / B, whatever the bound. The roofline only adds a placement, under an
+    assumption: normal service runs compute-bound (B_0 >= B*, step time proportional to batch)
+    and fast mode on the weight-read floor (B_f <= B*, step time flat). Past L* normal service is
+    not compute-bound and the placement fails; speculative decoding, dedicated capacity or lower
+    utilisation explain a fast tier as well.
     """
     positive("speed_ratio", speed_ratio)
     positive("price_ratio", price_ratio)
@@ -291,8 +359,7 @@ def fast_mode(speed_ratio: float, price_ratio: float) -> tuple[float, float]:
 
 
 def replica_params(chip, model, dtype="bf16", chips=1, kv_bytes_per_element=2, context=0):
-    """(N_act, N_tot, b_w, b_kv, F, W) of one replica, checked, in the order ``numeric`` takes
-    after (B, L): for callers (plots, the widget) that evaluate the formulas on arrays of batches."""
+    """``Replica.params`` of one replica, checked, in the order ``numeric`` takes after (B, L): for callers (plots, the widget) that evaluate the formulas on arrays of batches."""
     rep = replica(chip, model, dtype, chips, kv_bytes_per_element)
     non_negative("context", context)
     return rep.params(context)

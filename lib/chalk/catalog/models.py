@@ -81,6 +81,21 @@ ATTENTION_FLOPS = {
 ATTENTION_FLOPS["mha"] = ATTENTION_FLOPS["mqa"] = ATTENTION_FLOPS["gqa"]
 """FLOPs per attended token per attention layer, for one new query token."""
 
+ATTENTION_DECODE_FLOPS = dict(ATTENTION_FLOPS)
+# MLA in decode runs with the up-projections absorbed into the query and the output (DeepSeek-V2
+# §2.1.2, FlashMLA): every head scores against the cached latent and RoPE key (d_c + d_R) and sums
+# the latents (d_c), so the work per cached token grows with n_heads d_c, not with the cache's size.
+ATTENTION_DECODE_FLOPS["mla"] = 2 * n_heads * (2 * d_c + d_R)
+"""FLOPs per cached token per attention layer for one new token in decode, as serving kernels run it.
+Windowed layers attend to min(L, w) tokens; layers that share another layer's KV cache still
+attend to it, so sharing saves bytes, not FLOPs."""
+
+ATTENTION_DECODE_LONG = {kind: n_G * per_layer for kind, per_layer in ATTENTION_DECODE_FLOPS.items()}
+"""f_att at long context: FLOPs each further cached token adds to one decode token, all layers."""
+ATTENTION_DECODE_WINDOWED = {kind: n_loc * sp.Min(L, w) * per_layer
+                             for kind, per_layer in ATTENTION_DECODE_FLOPS.items()}
+"""Attention FLOPs of one decode token in the sliding-window layers, at context L."""
+
 FORWARD_FLOPS_PER_TOKEN = {
     kind: 2 * (N_act - N_emb) + per_token * (n_G * L + n_loc * sp.Min(L, w))
     for kind, per_token in ATTENTION_FLOPS.items()}
@@ -235,6 +250,14 @@ class Model:
         """s = N_tot / N_act."""
         return self.total_params / self.active_params
 
+    @cached_property
+    def routed_expert_params(self) -> float:
+        """Every routed expert of every MoE layer (0 for a dense model): the weights a small batch
+        may leave unread. The router and the shared experts are read at every step."""
+        if not self.moe:
+            return 0.0
+        return self.n_moe_layers * self.moe["n_routed_experts"] * self._ffn(self.moe["d_ff_expert"])
+
     # --- KV cache ---------------------------------------------------------------------------
     def kv_bytes_per_token(self, bytes_per_element: float = 2) -> float:
         """b_kv: KV-cache bytes each further token of context adds, all layers, at long context.
@@ -291,6 +314,22 @@ class Model:
     def _flops(self):
         expr = FORWARD_FLOPS_PER_TOKEN[self.attention].subs(
             self._values() | {N_act: self.active_params, N_emb: self.input_embedding_params})
+        return sp.lambdify(L, expr, modules=[{"Min": np.minimum}, "numpy"])
+
+    def attention_flops_per_cached_token(self) -> float:
+        """f_att: decode attention FLOPs each further cached token adds, all layers, once every
+        sliding window is full (``ATTENTION_DECODE_LONG``)."""
+        return float(ATTENTION_DECODE_LONG[self.attention].subs(self._values()))
+
+    def attention_flops_windowed(self, context):
+        """Decode attention FLOPs of one new token in the sliding-window layers at ``context``."""
+        non_negative("context", context)
+        total = self._attn_windowed(np.asarray(context, dtype=float))
+        return float(total) if np.ndim(total) == 0 else total * np.ones_like(np.asarray(context, dtype=float))
+
+    @cached_property
+    def _attn_windowed(self):
+        expr = ATTENTION_DECODE_WINDOWED[self.attention].subs(self._values())
         return sp.lambdify(L, expr, modules=[{"Min": np.minimum}, "numpy"])
 
     def training_flops(self, tokens: float | None = None) -> float:

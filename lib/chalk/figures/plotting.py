@@ -20,14 +20,14 @@ from .canvas import Layers, new_figure, png, style  # png: the notebook's plotti
 # Okabe and Ito's palette: distinguishable under every common colour-vision deficiency.
 COLORS = {"t_compute": "#0072B2", "t_weights": "#E69F00", "t_kv": "#009E73", "t_mem": "#D55E00",
           "t_step": "#000000", "nofit": "#999999", "point": "#CC79A7", "balance": "#56B4E9"}
-LABELS = {"t_compute": "compute", "t_weights": "weight read", "t_kv": "KV read",
+LABELS = {"t_compute": "compute (matmuls + attention)", "t_weights": "weight read (experts touched)", "t_kv": "KV read",
           "t_mem": "memory (weights + KV)", "t_step": "bound: max(compute, memory)"}
 
 BATCHES = np.logspace(0, 5, 101)
 """Batches drawn: 1 to 100,000 sequences, 20 points per decade."""
 
 TIMES = ("t_compute", "t_weights", "t_kv", "t_mem", "t_step")
-REGIMES = ("memory-bound (weights)", "memory-bound (KV cache)", "compute-bound")
+REGIMES = ("memory-bound (weights)", "memory-bound (KV cache)", "compute-bound", "compute-bound (attention)")
 """The names ``roofline.DecodePoint.regime`` uses, indexed by ``regimes``' codes."""
 NOFIT = "does not fit in HBM"
 
@@ -41,7 +41,8 @@ _COST = {name: sp.lambdify(roofline.ARGS + (n_chips, p_chip),
 
 def regimes(time: dict) -> np.ndarray:
     """Index into REGIMES at each batch: the same test as ``DecodePoint.regime``, on arrays."""
-    return np.where(time["t_compute"] >= time["t_mem"], 2,
+    compute_kind = np.where(2 * time["t_attn"] > time["t_compute"], 3, 2)
+    return np.where(time["t_compute"] >= time["t_mem"], compute_kind,
                     np.where(time["t_weights"] >= time["t_kv"], 0, 1))
 
 
@@ -84,7 +85,7 @@ def curves(chip, model, context=0, dtype="bf16", chips=1, usd_per_chip_hour=USD_
     batches = np.asarray(batches, dtype=float)
     args = (batches, context, *params)
     shape = np.shape(batches)
-    time = {t: np.broadcast_to(roofline.numeric[t](*args), shape) for t in TIMES}
+    time = {t: np.broadcast_to(roofline.numeric[t](*args), shape) for t in TIMES + ("t_attn",)}
     cost = {t: np.broadcast_to(_COST[t](*args, chips, usd_per_chip_hour), shape) for t in TIMES}
     return Curves(batches, float(context), time, cost,
                   roofline.balance_batch(chip, model, dtype, context, kv_bytes_per_element),
@@ -249,23 +250,28 @@ def balance_context_figure(cases, points=300):
     B* does not depend on how many chips serve a replica (F and W scale together), so a case names
     one chip. Past L* no batch is compute-bound: the curve stops and the dashed line marks L*.
     """
-    fig, (ax,) = new_figure(6.4, 3.6)
+    fig, (ax,) = new_figure(6.4, 4.4)
     palette = [COLORS[t] for t in ("t_compute", "t_weights", "t_kv", "t_mem", "point")]
+    dashes = ["-", (0, (6, 2)), (0, (1, 1.5)), (0, (6, 2, 1, 2)), (0, (3, 1, 1, 1, 1, 1))]
     resolved = [(hardware.get(chip), models.get(model), dtype) for chip, model, dtype in cases]
     l_stars = [roofline.balance_context_for(*case) for case in resolved]
-    contexts = np.logspace(1, np.log10(2 * max(l_stars)), points)
-    for (chip, model, dtype), l_star, color in zip(resolved, l_stars, palette):
+    finite = [x for x in l_stars if math.isfinite(x)]
+    contexts = np.logspace(1, np.log10(2 * max(finite) if finite else 1e6), points)
+    for (chip, model, dtype), l_star, color, dash in zip(resolved, l_stars, palette, dashes):
         ctx = contexts[contexts < l_star]
         bstar = [roofline.balance_batch(chip, model, dtype, x) for x in ctx]
+        where = f"L* = {l_star:,.0f}" if math.isfinite(l_star) else "no L*: attention FLOPs outrun KV bytes"
         with style():
-            ax.plot(ctx, bstar, color=color, label=f"{model.display}, {chip.name}, {dtype}: L* = {l_star:,.0f}")
-            ax.axvline(l_star, color=color, ls="--", lw=1)
+            ax.plot(ctx, bstar, color=color, ls=dash, label=f"{model.display}, {chip.name}, {dtype}: {where}")
+            if math.isfinite(l_star):
+                ax.axvline(l_star, color=color, ls=":", lw=1)
     with style():
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.set_ylim(top=10 ** math.ceil(math.log10(30 * ax.get_ylim()[0])) * 10)
         ax.set_xlabel("context L (tokens)")
         ax.set_ylabel("balance batch B* (sequences)")
-        ax.legend(loc="upper left", framealpha=0.9)
-    fig.subplots_adjust(left=0.12, right=0.98, bottom=0.14, top=0.88)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1, frameon=False)
+    fig.subplots_adjust(left=0.12, right=0.98, bottom=0.37, top=0.97)
     return fig
 

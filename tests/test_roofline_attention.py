@@ -1,0 +1,123 @@
+"""Chapter 1, second edition: attention FLOPs in decode and the experts a small batch touches,
+pinned to figures computed by hand from published model configurations and spec sheets."""
+import math
+
+import numpy as np
+import pytest
+
+from chalk import hardware, models, moe, roofline
+
+V3 = models.get("deepseek-v3")
+# DeepSeek-V3 config.json (huggingface.co/deepseek-ai/DeepSeek-V3): 61 layers, 128 heads,
+# kv_lora_rank d_c = 512, qk_rope_head_dim d_R = 64, 256 routed experts, 8 per token.
+V3_F_ATT = 61 * 2 * 128 * (2 * 512 + 64)
+V3_KV = 61 * (512 + 64) * 2
+H100_R = 989.4e12 / 3.35e12  # H100 SXM datasheet: 989.4 dense BF16 TFLOP/s, 3.35 TB/s
+
+
+def test_mla_attention_flops_per_cached_token_and_per_byte():
+    # Issue #8: about 17 MFLOP per cached token against 70 KB, about 240 FLOP per byte.
+    assert V3.attention_flops_per_cached_token() == V3_F_ATT
+    assert V3_F_ATT == pytest.approx(17e6, rel=0.01)
+    assert V3.kv_bytes_per_token(2) == V3_KV
+    assert V3_F_ATT / V3_KV == pytest.approx(240, rel=0.02)
+
+
+def test_gqa_attention_is_a_few_flops_per_byte():
+    # Llama 3 70B: 80 layers, 64 query heads, 8 KV heads of 128. Scores and values: 4 x 64 x 128
+    # FLOPs per layer per cached token against 2 x 8 x 128 x 2 bytes: 8 FLOP/B.
+    m = models.get("llama-3-70b")
+    assert m.attention_flops_per_cached_token() == 80 * 4 * 64 * 128
+    assert m.attention_flops_per_cached_token() / m.kv_bytes_per_token(2) == pytest.approx(8)
+
+
+def test_sliding_window_layers_attend_to_their_window_only():
+    # Gemma 2 9B alternates local (w = 4,096) and global layers: 21 of each, 16 heads of 256.
+    g = models.get("gemma-2-9b")
+    per_layer = 4 * 16 * 256
+    assert g.attention_flops_per_cached_token() == 21 * per_layer
+    assert g.attention_flops_windowed(10_000) == 21 * per_layer * 4096
+    assert g.attention_flops_windowed(1_000) == 21 * per_layer * 1000
+
+
+def test_deepseek_v3_balance_context_on_h100_is_about_20k_not_3_6k():
+    # L* = 2 N_act / (r b_kv - f_att) with BF16 weights and attention.
+    rep = roofline.replica("H100-SXM", "deepseek-v3", "bf16")
+    hand = 2 * V3.active_params / (H100_R * V3_KV - V3_F_ATT)
+    assert rep.balance_context() == pytest.approx(hand, rel=1e-3)
+    assert rep.balance_context() == pytest.approx(20_000, rel=0.05)  # issue #8's figure
+    # Without the attention term the lecture's model gives 2 N_act / (r b_kv): about 3,600.
+    assert 2 * V3.active_params / (H100_R * V3_KV) == pytest.approx(3_619, rel=0.01)
+
+
+def test_fp8_weights_with_bf16_attention_halve_the_mla_balance_context():
+    # FP8 doubles F for the matmuls while attention stays at the BF16 rate F/2:
+    # L* = 2 N_act / (2 r b_kv - 2 f_att), half the BF16 figure.
+    bf16 = roofline.replica("H100-SXM", "deepseek-v3", "bf16").balance_context()
+    fp8 = roofline.replica("H100-SXM", "deepseek-v3", "fp8").balance_context()
+    assert fp8 == pytest.approx(bf16 / 2, rel=1e-3)
+
+
+def test_no_balance_context_where_attention_flops_outrun_kv_bytes():
+    # H200: 989.4 TFLOP/s over 4.8 TB/s = 206 FLOP/B < 242: MLA decode stays compute-bound at any
+    # context, so B* never diverges.
+    assert 989.4e12 / 4.8e12 < V3_F_ATT / V3_KV
+    assert roofline.balance_context_for("H200", "deepseek-v3", "bf16") == math.inf
+    assert roofline.balance_batch("H200", "deepseek-v3", "bf16", context=1_000_000) < math.inf
+    # A GQA model on the same chip does cross over.
+    assert roofline.balance_context_for("H200", "llama-3-70b", "bf16") < 3_000
+
+
+@pytest.mark.parametrize("batch, share", [(1, 0.03), (32, 0.64), (100, 0.96)])
+def test_share_of_deepseek_v3_routed_experts_a_step_reads(batch, share):
+    # Issue #8: 3% of the routed experts at B = 1, 64% at 32, 96% at 100 (1 - (1 - 8/256)^B).
+    rep = roofline.replica("H100-SXM", "deepseek-v3", "fp8", chips=16)
+    p = rep.params(0)
+    read = roofline.numeric["t_weights"](batch, 0, *p) * rep.chips * rep.chip.hbm_bandwidth
+    unread = V3.total_params * 1.0 - read
+    assert 1 - unread / V3.routed_expert_params == pytest.approx(share, abs=0.006)
+
+
+def test_experts_touched_agrees_with_a_routing_simulation():
+    # chalk.moe draws each token's 8 experts without replacement (Gumbel top-k) and counts the
+    # distinct experts hit; the formula is the expectation. 64 trials: standard error < 1 expert.
+    rep = roofline.replica("H100-SXM", "deepseek-v3", "fp8", chips=16)
+    p = rep.params(0)
+    for tokens in (4, 32, 128):
+        run = moe.simulate_routing("deepseek-v3", chips=8, tokens=tokens, trials=64, seed=1)
+        read = roofline.numeric["t_weights"](tokens, 0, *p) * rep.chips * rep.chip.hbm_bandwidth
+        formula = 256 * (read - (V3.total_params - V3.routed_expert_params)) / V3.routed_expert_params
+        sem = run.experts_touched.std(ddof=1) / math.sqrt(64)
+        assert abs(run.experts_touched.mean() - formula) < 4 * sem + 0.5
+
+
+def test_a_token_at_batch_one_reads_exactly_the_active_weights():
+    # Routed experts skipped by one token: N_tot - N_act, so t_weights(1) = N_act b_w / W.
+    rep = roofline.replica("GB200", "deepseek-v3", "fp8", chips=72)
+    t1 = roofline.numeric["t_weights"](1, 0, *rep.params(0))
+    assert t1 == pytest.approx(V3.active_params * 1.0 / (72 * hardware.get("GB200").hbm_bandwidth), rel=1e-9)
+
+
+def test_graph_a_rises_below_a_hundred_sequences_for_deepseek_v3():
+    # The weight read is not flat at small batch: from B = 1 to 100 it grows by the share of
+    # experts touched, 1 - (1 - 8/256)^100 = 96% of 654 B routed weights against 37 B at B = 1.
+    times = roofline.step_time("GB200", "deepseek-v3", np.array([1.0, 100.0]), 0, "fp8", chips=72)
+    dense_and_picked = V3.total_params - V3.routed_expert_params * (1 - 8 / 256) ** 100
+    assert times[1] / times[0] == pytest.approx(dense_and_picked / V3.active_params, rel=0.01)
+    assert times[1] / times[0] > 10
+
+
+@pytest.mark.parametrize("model, chip, dtype, chips", [
+    ("deepseek-v3", "GB200", "fp8", 72), ("mixtral-8x7b", "H100-SXM", "bf16", 2),
+    ("jamba-v0.1", "H100-SXM", "bf16", 2)])
+def test_closed_form_balance_batch_is_the_exact_root(model, chip, dtype, chips):
+    # B* is solved with every expert read; bisect t_compute = t_mem with the experts actually
+    # touched and check the closed form is the root (the dropped term is below 1e-10 there).
+    rep = roofline.replica(chip, model, dtype, chips)
+    p = rep.params(256)
+    gap = lambda b: roofline.numeric["t_compute"](b, 256, *p) - roofline.numeric["t_mem"](b, 256, *p)
+    low, high = 1.0, 1e7
+    for _ in range(200):
+        mid = math.sqrt(low * high)
+        low, high = (mid, high) if gap(mid) < 0 else (low, mid)
+    assert roofline.balance_batch(chip, model, dtype, context=256) == pytest.approx(low, rel=1e-6)
