@@ -45,3 +45,95 @@ def test_quoted_figures_are_the_lecture_and_paper_numbers():
         == (64, 370e6, 1.3e9)
     for entry in (lecture, quoted.CLARK2022):
         assert entry["source"].startswith("https://") and len(entry["as_of"]) == 10
+
+
+# --- the audit of chips.toml against each chip's primary source (issue 8, section 7) ----------
+# The number formats each chip's cited source prints a rate for (formats chalk knows only).
+# A format outside this list is one the source does not publish; adding a chip means reading
+# its source and adding its line here.
+PUBLISHED_FORMATS = {
+    # NVIDIA A100 datasheet (nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf): FP32, TF32,
+    # BF16 312, FP16 312, INT8 624 TOPS (dense; the sheet's * figures are with sparsity).
+    "A100-80GB": {"fp32", "bf16", "fp16", "int8"},
+    # nvidia.com/en-us/data-center/h100 and /h200: FP32, TF32, BF16, FP16, FP8, INT8.
+    "H100-SXM": {"fp32", "bf16", "fp16", "fp8", "int8"},
+    "H200": {"fp32", "bf16", "fp16", "fp8", "int8"},
+    # DeepSeek (arXiv 2505.09343; FlashMLA deep dive): BF16 990 TFLOP/s, FP8 GEMMs; no datasheet.
+    "H800": {"bf16", "fp8"},
+    # nvidia.com/en-us/data-center/hgx and /gb200-nvl72: FP4, FP8/FP6, INT8, FP16/BF16, TF32, FP32.
+    "B200": {"fp4", "fp8", "int8", "fp16", "bf16", "fp32"},
+    "GB200": {"fp4", "fp8", "int8", "fp16", "bf16", "fp32"},
+    # verda.com/blog/gb300-nvl72-architecture: FP4, FP8, INT8, FP16/BF16, TF32, FP32 per GPU.
+    "GB300": {"fp4", "fp8", "int8", "fp16", "bf16", "fp32"},
+    # cloud.google.com/tpu/docs/v5e: BF16 197 TFLOP/s, INT8 393 TOPs. No FP8.
+    "TPU-v5e": {"bf16", "int8"},
+    # docs.cloud.google.com/tpu/docs/v5p-training: BF16 459, FP8 459 TFLOP/s (no INT8 row).
+    "TPU-v5p": {"bf16", "fp8"},
+    # docs.cloud.google.com/tpu/docs/v6e: BF16 918 TFLOP/s, INT8 1,836 TOPs.
+    "TPU-v6e": {"bf16", "int8"},
+    # docs.cloud.google.com/tpu/docs/tpu7x: BF16 2,307, FP8 4,614 TFLOP/s.
+    "TPU-v7": {"bf16", "fp8"},
+    # rocm.docs.amd.com .../gpu-arch/mi300.html: Matrix FP32, FP16, BF16, FP8, INT8.
+    "MI300X": {"fp32", "fp16", "bf16", "fp8", "int8"},
+    # theregister.com/2025/06/12/amd_mi355x (AMD's table): FP4, FP8, FP16/BF16.
+    "MI355X": {"fp4", "fp8", "fp16", "bf16"},
+    # Rubin as announced: NVFP4 only.
+    "Rubin": {"fp4"},
+}
+
+
+def test_every_chip_was_audited():
+    missing = set(hardware.names()) - set(PUBLISHED_FORMATS)
+    assert not missing, f"add the formats each new chip's source publishes to PUBLISHED_FORMATS: {missing}"
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED_FORMATS))
+def test_no_chip_carries_a_format_its_source_does_not_publish(name):
+    extra = set(hardware.get(name).dtypes) - PUBLISHED_FORMATS[name]
+    assert not extra, f"{name} has rates its source does not print: {extra}"
+
+
+# (chip, quantity, chalk's value, published value, factor between them, citation). NVIDIA prints
+# tensor rates "with sparsity" (2:4 structured), twice the dense rates chips.toml holds; the
+# factor 2 below is that. HGX and NVL72 pages print totals for 8 and 72 GPUs.
+def _tf(chip, dtype):
+    return hardware.get(chip).flops(dtype) / 1e12
+
+
+PINNED = [
+    ("H100 BF16 sparse", lambda: 2 * _tf("H100-SXM", "bf16"), 1979, "nvidia.com/en-us/data-center/h100: BF16 1,979 TFLOPS*"),
+    ("H100 FP8 sparse", lambda: 2 * _tf("H100-SXM", "fp8"), 3958, "same page: FP8 3,958 TFLOPS* (*with sparsity)"),
+    ("H200 FP8 sparse", lambda: 2 * _tf("H200", "fp8"), 3958, "nvidia.com/en-us/data-center/h200: FP8 3,958 TFLOPS*"),
+    ("HGX B200 FP4 sparse", lambda: 2 * 8 * _tf("B200", "fp4") / 1e3, 144, "nvidia.com HGX B200: FP4 144 PFLOPS (with sparsity)"),
+    ("HGX B200 FP8 sparse", lambda: 2 * 8 * _tf("B200", "fp8") / 1e3, 72, "nvidia.com HGX B200: FP8/FP6 72 PFLOPS"),
+    ("HGX B200 BF16 sparse", lambda: 2 * 8 * _tf("B200", "bf16") / 1e3, 36, "nvidia.com HGX B200: FP16/BF16 36 PFLOPS"),
+    ("NVL72 FP4 sparse", lambda: 2 * 72 * _tf("GB200", "fp4") / 1e3, 1440, "nvidia.com GB200 NVL72: FP4 1,440 PFLOPS"),
+    ("NVL72 FP8 sparse", lambda: 2 * 72 * _tf("GB200", "fp8") / 1e3, 720, "nvidia.com GB200 NVL72: FP8/FP6 720 PFLOPS"),
+    ("H800 BF16", lambda: _tf("H800", "bf16"), 990, "github.com/deepseek-ai/FlashMLA docs/20250422-new-kernel-deep-dive.md: H800 SXM5 peak 990 TFlops"),
+    ("H800 HBM", lambda: hardware.get("H800").hbm_bandwidth / 1e12, 3.35, "same document: peak memory bandwidth 3.35 TB/s"),
+    ("H800 NVLink bidirectional", lambda: hardware.get("H800").scale_up_bandwidth_bidirectional / 1e9, 400,
+     "arXiv 2505.09343 (DeepSeek, ISCA 2025), Sec. 4: H800 NVLink 400 GB/s (H100: 900)"),
+    ("H800 NIC", lambda: hardware.get("H800").scale_out_bandwidth * 8 / 1e9, 400,
+     "arXiv 2505.09343, Fig. 2: one 400 Gb/s InfiniBand CX7 per GPU"),
+    ("TPU v5e BF16", lambda: _tf("TPU-v5e", "bf16"), 197, "cloud.google.com/tpu/docs/v5e: 197 TFLOPs"),
+    ("TPU v5e INT8", lambda: _tf("TPU-v5e", "int8"), 393, "cloud.google.com/tpu/docs/v5e: Int8 393 TOPs"),
+    ("TPU v5p BF16", lambda: _tf("TPU-v5p", "bf16"), 459, "docs.cloud.google.com/tpu/docs/v5p-training: BF16 459"),
+    ("TPU v5p FP8", lambda: _tf("TPU-v5p", "fp8"), 459, "same page (and the TPU7x page's table): FP8 459, no faster than BF16"),
+    ("TPU v5p HBM", lambda: hardware.get("TPU-v5p").hbm_capacity / 2**30, 95, "same page: 95 GiB per chip"),
+    ("TPU v6e INT8", lambda: _tf("TPU-v6e", "int8"), 1836, "docs.cloud.google.com/tpu/docs/v6e: 1836 TOPs"),
+    ("TPU v6e DCN per chip", lambda: hardware.get("TPU-v6e").scale_out_bandwidth * 8 / 1e9, 4 * 200 / 8,
+     "same page: 4 x 200 Gbps NICs per host of 8 chips"),
+    ("TPU7x FP8", lambda: _tf("TPU-v7", "fp8"), 4614, "docs.cloud.google.com/tpu/docs/tpu7x: FP8 4614 TFLOPs"),
+    ("TPU7x HBM bandwidth", lambda: hardware.get("TPU-v7").hbm_bandwidth / 1e9, 7380, "same page: 7380 GB/s"),
+    ("TPU7x HBM capacity", lambda: hardware.get("TPU-v7").hbm_capacity / 2**30, 192, "same page: 192 GiB"),
+    ("TPU7x DCN per chip", lambda: hardware.get("TPU-v7").scale_out_bandwidth * 8 / 1e9, 100, "same page: DCN 100 Gb/s per chip"),
+    ("MI300X BF16", lambda: _tf("MI300X", "bf16"), 1307.4, "rocm.docs.amd.com .../gpu-arch/mi300.html: Matrix BF16 1307.4"),
+    ("MI300X FP8", lambda: _tf("MI300X", "fp8"), 2614.9, "same page: Matrix FP8 2614.9"),
+    ("MI300X HBM", lambda: hardware.get("MI300X").hbm_bandwidth / 1e12, 5.3, "same page: 5.3 TB per second"),
+]
+
+
+@pytest.mark.parametrize("name, computed, published, citation", PINNED, ids=[p[0] for p in PINNED])
+def test_chip_figure_matches_its_primary_source(name, computed, published, citation):
+    # 0.1%: the sources round to 3-5 significant figures (989.4 x 2 = 1,978.8 prints as 1,979).
+    assert computed() == pytest.approx(published, rel=1e-3), citation

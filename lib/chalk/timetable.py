@@ -1,17 +1,51 @@
-"""Chapter 1's train timetable: a decode step departs every T seconds and requests board the next.
+"""Chapter 1's train timetable, and a simulation of the serving loop that can prove it wrong.
 
-The closed form is derived in SymPy: a request that arrives a time u after a departure waits
-T - u. Poisson arrivals land at a uniform phase u in [0, T), so the mean wait is T/2 and the worst
-approaches T; the ride (the step itself) adds T, so the first token comes 1.5 T after the request
-on average and 2 T at worst. ``simulate`` checks this with an independent discrete-event model,
-Poisson arrivals boarding first-come first-served trains with a seat limit.
+**The closed form.** A step departs every T seconds and a request boards the next one. A request
+that arrives a time u after a departure waits T - u; Poisson arrivals land at a uniform phase u in
+[0, T), so the mean wait is T/2 and the worst approaches T. The step it boards prefills its prompt
+and produces its first token, so if that prefill adds nothing to the step (a short prompt hides
+under the weight read) the time to first token (TTFT) is the wait plus T: 1.5 T on average, 2 T
+at worst. Derived in SymPy below.
+
+**The simulation** (``simulate``) assumes none of that. One replica runs a loop of passes, as an
+iteration-level scheduler does (Orca, Yu et al. 2022):
+
+* Requests arrive (Poisson at ``rate``, or a given trace), each with a prompt length and an output
+  length. A request that arrives during a pass waits for the pass to end: that boundary is its
+  *next departure*. An idle replica starts a pass at once.
+* At each boundary the scheduler admits waiting requests first come, first served, while the next
+  one's KV cache fits: a request reserves HBM for its cache at its **final** length, prompt plus
+  output, beside the weights (``Replica.usable_hbm`` after ``headroom``), as Orca reserves a
+  request's maximum tokens, so a sequence once admitted is never evicted (vLLM instead pages the
+  cache as it grows and evicts when HBM runs out; Kwon et al. 2023). The head of the queue blocks
+  those behind it.
+* **Prefill and decode share the replica's chips in one pass**: every running sequence decodes one
+  token and every newly admitted request has its whole prompt prefilled (no chunking). The prefill
+  ends with the logits of the prompt's last token, which give the request's first output token,
+  so TTFT = wait for the next departure + wait for a seat + the pass that prefills it.
+* A pass lasts the roofline bound: max(compute, memory), with compute the matmuls and attention
+  of every token in the pass (a prompt token attends to (p + 1)/2 tokens on average, causally) and
+  memory the weights read once (those its tokens touch, for an MoE) plus every token of KV cache
+  the pass reads or writes. Each term is ``roofline.numeric``'s formula for its tokens.
+
+Nothing above fixes the pass length, so the closed form holds only where its assumptions do: a
+weight-bound pass, a short prompt, free seats. The tests and Chapter 1 show where each fails.
+
+Scope: the replica does nothing but these passes (no speculative decoding, no prefix cache, no
+chunked prefill, no communication time); a sequence's output length is known to the scheduler's
+HBM reservation (a real server reserves for its ``max_tokens``, or pages and evicts); prefill
+attention is priced with the decode kernels' FLOPs per cached token (exact for MHA/GQA/MQA, an
+overestimate for MLA, whose prefill does not absorb its projections); sliding-window models take
+their per-token KV bytes and attention FLOPs at each pass's mean context.
 """
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
 import sympy as sp
 
-from .errors import ChalkError, positive, positive_int
+from . import roofline
+from .errors import ChalkError, DoesNotFit, in_range, positive, positive_int
 from .notation import T, lam
 
 _u = sp.Dummy("u", nonnegative=True)
@@ -21,14 +55,19 @@ wait_mean = sp.integrate((T - _u) / T, (_u, 0, T))
 """Mean wait for the next departure, averaging T - u over a uniform phase u."""
 wait_worst = (T - _u).subs(_u, 0)
 """Arriving just after a departure: a full interval to wait."""
-latency_mean = wait_mean + T
-"""Request to first token: wait, then ride one step of length T."""
-latency_worst = wait_worst + T
+ttft_mean = wait_mean + T
+"""Time to first token: the wait, then the one step of length T that prefills the prompt and
+emits the first token (prefill assumed to add nothing to the step)."""
+ttft_worst = wait_worst + T
 batch_mean = lam * T
-"""Requests per departure on average: the batch each train carries in steady state."""
+"""Requests per departure on average: the new requests each step takes on in steady state."""
 
 CLOSED_FORM = {"wait_mean": wait_mean, "wait_worst": wait_worst,
-               "latency_mean": latency_mean, "latency_worst": latency_worst}
+               "ttft_mean": ttft_mean, "ttft_worst": ttft_worst}
+
+LIMITS = {"n_requests": 1_000_000, "prompt": 1_000_000, "output": 1_000_000}
+"""Largest accepted sizes: the loop runs one Python iteration per pass (at most the sum of the
+output lengths), so a slip of the keyboard should fail here, not run for an hour."""
 
 
 def closed_form(interval: float) -> dict[str, float]:
@@ -38,58 +77,293 @@ def closed_form(interval: float) -> dict[str, float]:
 
 
 @dataclass(frozen=True)
+class Summary:
+    """A run in numbers (seconds, sequences, fractions), named as Chapter 1 prints them."""
+    requests: int
+    step_floor: float
+    """The fastest pass, one token at no context (the weight read for a dense model): the T the
+    closed form would use if the step did not depend on the load."""
+    step_mean: float
+    step_max: float
+    departure_wait_mean: float
+    """Arrival to the next pass boundary: the closed form's wait."""
+    departure_wait_worst: float
+    wait_mean: float
+    """Arrival to the start of the pass that prefills the request: seat waits included."""
+    wait_worst: float
+    seat_waited: float
+    """Fraction of requests that found no seat at their next departure."""
+    ttft_mean: float
+    ttft_worst: float
+    prefill_pass_mean: float
+    """Mean length of the pass that prefills a request: the part of TTFT after the wait."""
+    tpot_mean: float
+    """Time per output token after the first, over requests with two or more (nan if none)."""
+    batch_mean: float
+    """Sequences in the replica, time-averaged over the run."""
+    batch_max: int
+    compute_bound: float
+    """Fraction of passes whose compute outlasts their memory traffic."""
+    busy: float
+    """Fraction of the run the replica spends in passes."""
+    mfu: float
+    """Peak-FLOP time of the matmuls and attention over the run's length: the roofline's MFU."""
+    throughput: float
+    """Requests completed per second."""
+    time_in_batch_mean: float
+    """Mean time from boarding to the last token."""
+
+
+@dataclass(frozen=True)
 class Run:
-    """One simulated day of the timetable: each request's arrival and its train's departure."""
-    interval: float
-    capacity: int
+    """One simulated run: every request's times and every pass's length and load.
+
+    Request arrays are indexed by request (arrival order); pass arrays by pass. All times in
+    seconds from time 0."""
+    replica: roofline.Replica
     arrivals: np.ndarray
+    prompts: np.ndarray
+    outputs: np.ndarray
+    reserved: np.ndarray
+    """HBM each request reserves for its KV cache while it runs, bytes."""
+    kv_budget: float
+    """HBM for KV cache: usable HBM after ``headroom`` minus the weights, bytes."""
     departures: np.ndarray
+    """Start of the first pass at or after the arrival (the arrival itself if the replica idled)."""
+    boarded: np.ndarray
+    """Start of the pass that prefilled the request."""
+    first_token: np.ndarray
+    finished: np.ndarray
+    pass_start: np.ndarray
+    pass_length: np.ndarray
+    pass_batch: np.ndarray
+    """Sequences in each pass: those decoding plus those being prefilled."""
+    pass_prefills: np.ndarray
+    pass_compute: np.ndarray
+    """Compute time of each pass at peak FLOP/s (its memory time is pass_length where larger)."""
+    step_floor: float
 
     @property
-    def waits(self) -> np.ndarray:
+    def departure_waits(self) -> np.ndarray:
         return self.departures - self.arrivals
 
     @property
-    def latencies(self) -> np.ndarray:
-        """Arrival to first token: the wait plus the step that produces the token."""
-        return self.waits + self.interval
+    def waits(self) -> np.ndarray:
+        return self.boarded - self.arrivals
 
     @property
-    def loads(self) -> np.ndarray:
-        """Passengers on each train, empty trains included."""
-        return np.bincount(np.rint(self.departures / self.interval).astype(np.int64))
+    def ttft(self) -> np.ndarray:
+        """Time to first token: arrival to the end of the pass that prefilled the prompt."""
+        return self.first_token - self.arrivals
 
-    def summary(self) -> dict[str, float]:
-        """Measured counterparts of ``closed_form``'s keys."""
-        return {"wait_mean": float(self.waits.mean()), "wait_worst": float(self.waits.max()),
-                "latency_mean": float(self.latencies.mean()),
-                "latency_worst": float(self.latencies.max())}
+    @property
+    def tpot(self) -> np.ndarray:
+        """Time per output token after the first, for the requests with two or more."""
+        many = self.outputs > 1
+        return (self.finished[many] - self.first_token[many]) / (self.outputs[many] - 1)
+
+    @property
+    def horizon(self) -> float:
+        """First arrival to last token."""
+        return float(self.finished.max() - self.arrivals.min())
+
+    @property
+    def batch_mean(self) -> float:
+        """Sequences in the replica, averaged over time (idle time counts as zero)."""
+        return float(np.dot(self.pass_batch, self.pass_length) / self.horizon)
+
+    def summary(self) -> Summary:
+        tpot = self.tpot
+        prefill_pass = self.first_token - self.boarded
+        return Summary(
+            requests=len(self.arrivals), step_floor=self.step_floor,
+            step_mean=float(self.pass_length.mean()), step_max=float(self.pass_length.max()),
+            departure_wait_mean=float(self.departure_waits.mean()),
+            departure_wait_worst=float(self.departure_waits.max()),
+            wait_mean=float(self.waits.mean()), wait_worst=float(self.waits.max()),
+            seat_waited=float(np.mean(self.boarded > self.departures)),
+            ttft_mean=float(self.ttft.mean()), ttft_worst=float(self.ttft.max()),
+            prefill_pass_mean=float(prefill_pass.mean()),
+            tpot_mean=float(tpot.mean()) if len(tpot) else float("nan"),
+            batch_mean=self.batch_mean, batch_max=int(self.pass_batch.max()),
+            compute_bound=float(np.mean(self.pass_compute >= self.pass_length)),
+            busy=float(self.pass_length.sum() / self.horizon),
+            mfu=float(self.pass_compute.sum() / self.horizon),
+            throughput=len(self.arrivals) / self.horizon,
+            time_in_batch_mean=float((self.finished - self.boarded).mean()))
 
 
-def simulate(rate: float, interval: float, capacity: int, n_requests: int = 100_000,
-             seed=0) -> Run:
-    """Poisson arrivals at ``rate`` per second board trains leaving every ``interval`` seconds.
+def _lengths(name: str, value, n: int) -> np.ndarray:
+    """A whole number >= 1 for every request: one for all, or one each."""
+    if np.ndim(value) == 0:
+        in_range(name, positive_int(name, value), 1, LIMITS[name])
+        return np.full(n, int(value), dtype=np.int64)
+    arr = np.asarray(value)
+    if arr.shape != (n,):
+        raise ChalkError(f"{name} must be one whole number or one per request ({n}), got shape {arr.shape}")
+    if not np.issubdtype(arr.dtype, np.integer) or arr.min() < 1:
+        raise ChalkError(f"{name} must hold whole numbers >= 1, got {value!r}")
+    in_range(name, arr, 1, LIMITS[name])
+    return arr.astype(np.int64)
 
-    A train seats ``capacity`` requests, first come first served; the rest wait for the next. If
-    ``rate * interval`` exceeds ``capacity`` the queue grows without bound (an error is raised),
-    and close to it the overflow pushes waits past the closed form's worst case T.
-    ``seed`` is an int or a ``numpy.random.Generator``.
-    """
+
+def _arrival_times(rate, arrivals, n_requests, seed) -> np.ndarray:
+    if (rate is None) == (arrivals is None):
+        raise ChalkError("rate, arrivals: give exactly one, rate (Poisson arrivals, requests/s) or "
+                         "arrivals (a trace of times, s)")
+    if arrivals is not None:
+        times = np.asarray(arrivals, dtype=float)
+        if times.ndim != 1 or not 1 <= len(times) <= LIMITS["n_requests"]:
+            raise ChalkError(f"arrivals must be a list of 1 to {LIMITS['n_requests']:,} times, got {arrivals!r}")
+        in_range("arrivals", times, 0, np.inf)
+        if np.any(np.diff(times) < 0):
+            raise ChalkError("arrivals must be in time order (non-decreasing)")
+        return times
     positive("rate", rate)
-    positive("interval", interval)
-    capacity = positive_int("capacity", capacity)
-    n_requests = positive_int("n_requests", n_requests)
-    if rate * interval > capacity:
-        raise ChalkError(f"capacity must be at least rate * interval = {rate * interval:g} "
-                         f"(mean arrivals per train), got {capacity}: the queue would grow forever")
+    in_range("n_requests", positive_int("n_requests", n_requests), 1, LIMITS["n_requests"])
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    arrivals = np.cumsum(rng.exponential(1 / rate, n_requests))
-    # Index of the first departure at or after each arrival.
-    train = np.ceil(arrivals / interval).astype(np.int64)
-    # Seats: with FIFO boarding request i leaves at least one train after request i - capacity.
-    # Each block of `capacity` requests depends only on the block before it, so the recurrence
-    # train[i] = max(train[i], train[i - capacity] + 1) runs one vectorised step per block.
-    for start in range(capacity, n_requests, capacity):
-        stop = min(start + capacity, n_requests)
-        np.maximum(train[start:stop], train[start - capacity:stop - capacity] + 1, out=train[start:stop])
-    return Run(float(interval), capacity, arrivals, train * float(interval))
+    # Unit-rate gaps scaled by 1/rate: runs at different rates with one seed see the same arrivals
+    # in stretched time, so a sweep over rate compares like with like.
+    return np.cumsum(rng.exponential(1.0, n_requests)) / float(rate)
+
+
+def simulate(chip, model, dtype="bf16", chips=1, *, rate=None, arrivals=None, n_requests=10_000,
+             prompt=128, output=256, seats=None, headroom=roofline.HEADROOM, kv_bytes_per_element=2,
+             seed=0) -> Run:
+    """Serve requests on one replica, pass by pass, and record when each one boards and finishes.
+
+    The replica is ``roofline.replica(chip, model, dtype, chips, kv_bytes_per_element)``. Arrivals
+    are Poisson at ``rate`` requests/s (``n_requests`` of them, drawn from ``seed``, an int or a
+    ``numpy.random.Generator``) or the times in ``arrivals``. ``prompt`` and ``output`` are token
+    counts, one for all requests or one per request. ``seats`` caps the sequences in a pass (a
+    scheduler's limit); by default only HBM limits them. The module docstring states the
+    scheduling policy and what it leaves out.
+    """
+    rep = roofline.replica(chip, model, dtype, chips, kv_bytes_per_element)
+    in_range("headroom", headroom, 0, 0.99)
+    if seats is not None:
+        seats = positive_int("seats", seats)
+    times = _arrival_times(rate, arrivals, n_requests, seed)
+    n = len(times)
+    prompts, outputs = _lengths("prompt", prompt, n), _lengths("output", output, n)
+    longest = int((prompts + outputs).max())
+    if rep.model.max_context and longest > rep.model.max_context:
+        raise ChalkError(f"prompt + output: {longest:,} tokens is beyond {rep.model.display}'s maximum "
+                         f"context of {rep.model.max_context:,} tokens")
+    budget = rep.usable_hbm(headroom) - rep.weight_bytes
+    if budget <= 0:
+        rep.check_fit(0, 0, headroom)
+    reserved = np.asarray(rep.kv_bytes(np.ones(n), prompts + outputs), dtype=float)
+    if reserved.max() > budget:
+        worst = int(np.argmax(reserved))
+        raise DoesNotFit(
+            f"prompt + output: one request of {prompts[worst] + outputs[worst]:,} tokens needs "
+            f"{reserved[worst] / 1e9:,.1f} GB of KV cache, but {rep.chips} x {rep.chip.name} keep only "
+            f"{budget / 1e9:,.1f} GB beside the weights", float(reserved[worst]), float(budget))
+    return _serve(rep, times, prompts, outputs, reserved, budget, seats)
+
+
+class _Passes:
+    """The roofline's time for one pass, from ``roofline.numeric`` with the replica's parameters.
+
+    ``Replica.params`` depends on context only for sliding-window models; for the others it is
+    computed once, because it costs far more than a pass's arithmetic."""
+
+    def __init__(self, rep: roofline.Replica):
+        self.rep = rep
+        self.windowed = bool(np.any(rep.model.kv_bytes_windowed(1.0, rep.kv_bytes_per_element)))
+        self.fixed = rep.params(0.0)
+        self.cache = {}
+        f = roofline.numeric
+        self.t_compute, self.t_mem = f["t_compute"], f["t_mem"]
+
+    def params(self, context: float) -> tuple:
+        if not self.windowed:
+            return self.fixed
+        key = round(context)
+        if key not in self.cache:
+            self.cache[key] = self.rep.params(float(key))
+        return self.cache[key]
+
+    def floor(self) -> float:
+        """The fastest pass: one token at no context."""
+        return float(roofline.numeric["t_step"](1, 0, *self.params(0)))
+
+    def time(self, decoding: int, decode_kv: float, new_prompts: list) -> tuple[float, float]:
+        """(pass length, its compute time) for ``decoding`` sequences reading ``decode_kv`` tokens
+        of cache between them, plus the prompts prefilled in the same pass."""
+        prompt_tokens = sum(new_prompts)
+        tokens = decoding + prompt_tokens
+        kv = decode_kv + prompt_tokens
+        p = self.params(kv / tokens)
+        compute = self.t_compute(decoding, decode_kv / decoding, *p) if decoding else 0.0
+        for prompt in new_prompts:
+            compute += self.t_compute(prompt, (prompt + 1) / 2, *p)
+        memory = self.t_mem(tokens, kv / tokens, *p)
+        # The roofline's overlap assumption, t_step = max(t_compute, t_mem), over a mixed pass.
+        return (compute if compute > memory else memory), compute
+
+
+def _serve(rep, times, prompts, outputs, reserved, budget, seats) -> Run:
+    n = len(times)
+    departures, boarded, first_token, finished = ([0.0] * n for _ in range(4))
+    starts, lengths, batches, prefills, computes = [], [], [], [], []
+    passes = _Passes(rep)
+    # Python lists and floats: the loop runs once per pass and NumPy scalars would triple its cost.
+    arrival, prompt, output, need = times.tolist(), prompts.tolist(), outputs.tolist(), reserved.tolist()
+    board_pass = [0] * n
+    queue = deque()
+    finishing = {}        # pass index -> requests whose last token that pass produces
+    offset = 0            # sum over decoding sequences of (prompt - pass they boarded)
+    decoding, free, arrived, done, t, m = 0, float(budget), 0, 0, 0.0, 0
+    while done < n:
+        if decoding == 0 and not queue:
+            t = max(t, arrival[arrived])  # idle: the next arrival starts a pass at once
+        while arrived < n and arrival[arrived] <= t:
+            departures[arrived] = t
+            queue.append(arrived)
+            arrived += 1
+        new = []
+        while queue and need[queue[0]] <= free and (seats is None or decoding + len(new) < seats):
+            i = queue.popleft()
+            free -= need[i]
+            new.append(i)
+        # A sequence that boarded at pass k with prompt p attends to p + (m - k) tokens at pass m.
+        length, compute = passes.time(decoding, offset + decoding * m, [prompt[i] for i in new])
+        starts.append(t)
+        lengths.append(length)
+        batches.append(decoding + len(new))
+        prefills.append(len(new))
+        computes.append(compute)
+        for i in new:
+            boarded[i], first_token[i], board_pass[i] = t, t + length, m
+        t += length
+        for i in new:
+            if output[i] == 1:
+                finished[i] = t
+                free += need[i]
+                done += 1
+            else:
+                offset += prompt[i] - m
+                decoding += 1
+                finishing.setdefault(m + output[i] - 1, []).append(i)
+        for i in finishing.pop(m, ()):
+            finished[i] = t
+            offset -= prompt[i] - board_pass[i]
+            decoding -= 1
+            free += need[i]
+            done += 1
+        m += 1
+    per_request = map(np.array, (departures, boarded, first_token, finished))
+    per_pass = map(np.array, (starts, lengths, batches, prefills, computes))
+    return Run(rep, times, prompts, outputs, reserved, float(budget), *per_request, *per_pass, passes.floor())
+
+
+def sweep(vary: str, values, **kwargs) -> list[Summary]:
+    """``simulate(**kwargs)`` once per value of the argument ``vary``, summarised.
+
+    With the default ``seed`` every run sees the same arrival pattern (stretched in time when
+    ``vary`` is ``"rate"``), so differences between runs come from the varied argument."""
+    if vary in kwargs:
+        raise ChalkError(f"vary: {vary!r} is also given as a fixed argument")
+    return [simulate(**kwargs, **{vary: value}).summary() for value in values]

@@ -25,6 +25,10 @@ class Price:
     long_context: dict | None = None
     fast: dict | None = None
     priority: dict | None = None
+    batch: dict | None = None
+    """Asynchronous service within ``within_hours``, with its own source."""
+    off_peak: dict | None = None
+    """Prices in a daily window (``hours_utc``), with its own source."""
     context_window: int | None = None
     note: str = ""
 
@@ -46,6 +50,12 @@ class Price:
         return (lc["input"] / self.input, lc["output"] / self.output) if lc else None
 
     @property
+    def slow_discounts(self) -> dict[str, float]:
+        """Output price of each slower tier (batch, off-peak) over the normal output price."""
+        return {name: tier["output"] / self.output
+                for name, tier in (("batch", self.batch), ("off-peak", self.off_peak)) if tier}
+
+    @property
     def fast_speedup(self) -> float | None:
         """Output speed of the fast tier over normal service, where the provider states one."""
         return (self.fast or {}).get("speedup")
@@ -60,7 +70,9 @@ _FIELDS = {"provider": str, "model": str, "input": float, "output": float}
 _OPTIONAL = {"cache_read": float, "cache_write_5m": float, "cache_write_1h": float,
              "cache_storage_per_hour": float, "context_window": int}
 _TIERS = {"long_context": {"above_tokens": int, "input": float, "output": float},
-          "fast": {"input": float, "output": float}, "priority": {"input": float, "output": float}}
+          "fast": {"input": float, "output": float}, "priority": {"input": float, "output": float},
+          "batch": {"input": float, "output": float, "within_hours": int, "source": str, "as_of": str},
+          "off_peak": {"input": float, "output": float, "hours_utc": str, "source": str, "as_of": str}}
 
 
 def _build(name: str, e: dict) -> Price:

@@ -91,21 +91,31 @@ def _deepseek_sparsity() -> str:
 def _ratio_not_stable() -> str:
     r = _bf16_ratios()
     (low_name, low), (high_name, high) = _extremes(r)
+    per_format = []
+    for dtype in ("bf16", "fp8", "fp4"):
+        values = {n: c.intensity(dtype) for n, c in hardware.catalog_chips().items() if dtype in c.dtypes}
+        (lo_n, lo), (hi_n, hi) = _extremes(values)
+        per_format.append(f"{dtype.upper()} {lo:.0f} ({lo_n}) to {hi:.0f} ({hi_n})")
     return (f"BF16 FLOP per byte is {r['A100-80GB']:.0f} on an A100 and {r['H100-SXM']:.0f} on an H100; "
             f"across the catalog it runs from {low:.0f} ({low_name}) to {high:.0f} ({high_name}), a factor "
             f"of {high / low:.1f}. \"Stable\" holds only within that factor: compute $B^\\star$ from the chip "
-            "in front of you.")
+            f"in front of you. Where $r$ is heading depends on the number format the model is served in: "
+            f"{'; '.join(per_format)}. Each halving of the bits doubles the FLOP rate while HBM grows more "
+            "slowly, so the low-precision $r$ keeps rising.")
 
 
 def _drain_not_floor() -> str:
     drains = {n: c.drain_time for n, c in hardware.catalog_chips().items()}
     (low_name, low), (high_name, high) = _extremes(drains)
     chips = hardware.get("GB200").scale_up_domain
-    floor = roofline.step_time("GB200", "deepseek-v3", 1, 0, "fp8", chips)
+    rep = roofline.replica("GB200", "deepseek-v3", "fp8", chips)
+    every, one = (float(roofline.numeric[t](1, 0, *rep.params(0))) for t in ("t_weights_all", "t_weights"))
     return (f"The drain time $C/W$ runs from {1e3 * low:.0f} ms ({low_name}) to {1e3 * high:.0f} ms "
             f"({high_name}) across the catalog; it is the length of a step that reads a full HBM. The floor "
-            f"is the weight read alone, $N_\\text{{tot}}b_w/W$: {1e3 * floor:.2f} ms for DeepSeek-V3 in FP8 "
-            f"on {chips} GB200s, against the lecture's {LECTURE['step_ms']:.0f} ms.")
+            f"is the weight read alone: $N_\\text{{tot}}b_w/W$ = {1e3 * every:.2f} ms for DeepSeek-V3 in FP8 "
+            f"on {chips} GB200s once a batch touches every expert, and {1e3 * one:.3f} ms for a lone token that "
+            f"reads only its own experts (weights spread perfectly over the chips), against the lecture's "
+            f"{LECTURE['step_ms']:.0f} ms.")
 
 
 def _gemini_step() -> str:
@@ -136,12 +146,75 @@ def _flash_disk() -> str:
 
 
 def _scale_up_out() -> str:
+    from .. import moe
     ratios = {s.name: s.scale_up_to_out for s in systems.catalog_systems().values()}
     (low_name, low), (high_name, high) = _extremes(ratios)
     nvl72 = systems.get("gb200-nvl72")
-    return (f"Scale-up over scale-out bandwidth per chip, from the catalog: {nvl72.scale_up_to_out:.0f}× on "
-            f"a {nvl72.display}, and from {low:.0f}× (`{low_name}`) to {high:.0f}× (`{high_name}`) across "
-            "the catalog's systems.")
+    tokens, chips = 4096, 64
+    one = moe.layer_times("deepseek-v3", nvl72, tokens, "fp8", chips=chips).communication
+    two = moe.layer_times("deepseek-v3", nvl72, 2 * tokens, "fp8", domains=2, chips=chips).communication
+    return (f"Scale-up over scale-out bandwidth per chip, both counted per direction, from the catalog: "
+            f"{nvl72.scale_up_to_out:.0f}× on a {nvl72.display}, and from {low:.0f}× (`{low_name}`) to "
+            f"{high:.0f}× (`{high_name}`) across the catalog's systems. Vendors print NVLink both ways and "
+            "network cards one way, which is how a ratio comes out twice too large. Spread over two racks, "
+            f"half of a chip's expert traffic crosses the slower link: with {chips} GPUs of each rack holding "
+            f"DeepSeek-V3's experts and each rack keeping its own batch, the all-to-all takes {two / one:.1f} "
+            "times as long as inside one.")
+
+
+def _nvl_counts_dies() -> str:
+    from .. import moe
+    growth = moe.domain_growth()
+    blackwell = next(d for d in growth if d.name.startswith("GB200"))
+    ultra = next(d for d in growth if d.name.startswith("Rubin Ultra"))
+    return (f"The {ultra.dies} of Rubin Ultra NVL576 counts GPU dies: {ultra.packages} packages of "
+            f"{ultra.dies_per_package}, as announced. Counted the same way a GB200 NVL72 has {blackwell.dies} "
+            f"dies, so the domain grows {ultra.dies / blackwell.dies:.0f}× in dies and "
+            f"{ultra.packages / blackwell.packages:.0f}× in packages, the unit Hopper and Blackwell count as a "
+            f"GPU. Its HBM grows more, from {blackwell.hbm / 1e12:.1f} TB to {ultra.hbm / 1e12:.0f} TB "
+            f"({ultra.hbm / blackwell.hbm:.1f}×), room for {ultra.max_total_params('fp8') / 1e12:.0f} T "
+            "parameters in FP8 with a tenth of it kept free.")
+
+
+def _attention_in_decode() -> str:
+    v3 = models.get("deepseek-v3")
+    f, kv = v3.attention_flops_per_cached_token(), v3.kv_bytes_per_token(2)
+    rep = roofline.replica("H100-SXM", v3, "bf16")
+    n_act, _, _, b_kv_v, flops, bw, *_ = rep.params()
+    without = 2 * n_act / (flops / bw * b_kv_v)
+    llama = models.get("llama-3-70b")
+    return (f"Each new token also attends to its $L$ cached tokens. For DeepSeek-V3's latent attention, run "
+            f"with absorbed projections as its kernels do, that is {f / 1e6:.0f} MFLOP per cached token against "
+            f"{kv / 1e3:.0f} kB read, {f / kv:.0f} FLOP per byte (Llama 3 70B's grouped-query attention: "
+            f"{llama.attention_flops_per_cached_token() / llama.kv_bytes_per_token(2):.0f}). With these FLOPs "
+            f"$L^\\star = 2N_\\text{{act}}/(r\\,b_\\text{{kv}} - f_\\text{{att}})$: {rep.balance_context():,.0f} "
+            f"tokens on an H100 in BF16, not {without:,.0f}, and on an H200 "
+            f"({hardware.get('H200').intensity('bf16'):.0f} FLOP/B) there is no $L^\\star$ at all. MLA trades "
+            "bytes for FLOPs: its long-context decode is limited by compute as much as by reading the cache.")
+
+
+def _weights_every_batch() -> str:
+    from .. import moe
+    v3 = models.get("deepseek-v3")
+    n = v3.moe["n_routed_experts"]
+    shares = ", ".join(f"{100 * moe.expected_experts_touched(v3, b) / n:.0f}% at $B$ = {b}" for b in (1, 32, 100))
+    r = hardware.get("H100-SXM").intensity("bf16")
+    return (f"Only a large batch reads every expert. With uniform routing a step touches "
+            f"$n_\\text{{exp}}(1-(1-k/n_\\text{{exp}})^B)$ of each layer's routed experts: for DeepSeek-V3 {shares}. "
+            f"So a lone token costs $r\\,b_w/2$ times its compute-bound cost ({r:.0f} on an H100 in BF16), the same "
+            f"for dense and sparse models, not $B^\\star = r\\,b_w\\,s/2$ "
+            f"({roofline.balance_batch('H100-SXM', v3, 'bf16'):,.0f}) times.")
+
+
+def _slow_mode() -> str:
+    slow = {p.display if hasattr(p, "display") else f"{p.provider} {p.model}": p.slow_discounts
+            for p in map(prices.get, prices.names()) if p.slow_discounts}
+    listed = "; ".join(f"{name}: " + ", ".join(f"{kind} at {100 * (1 - x):.0f}% off" for kind, x in d.items())
+                       for name, d in slow.items())
+    return (f"Slower service is sold cheaper: {listed}. A per-step roofline cannot see why. It prices one step at "
+            "full utilisation; a provider's cost is set by how busy its chips are over a day. Work that may wait "
+            "hours fills the troughs of demand and lets the scheduler run every replica at its best batch, so it "
+            "is cheaper to serve even though no single step is.")
 
 
 def _speculative() -> str:
@@ -203,6 +276,37 @@ def _random_net_cipher() -> str:
             "worst one). A random network could only look like a cipher without residual connections and "
             "with saturating, bit-level nonlinearities; the speaker offers it as a speculation, not a "
             "measurement.")
+
+
+# Chapter 4's statement imports chalk.memory when called, for the same reason.
+_HOP_MODEL, _HOP_SYSTEM, _HOP_CHIP = "deepseek-v3", "gb200-nvl72", "GB200"
+"""The stage of Chapter 4's hop bound: DeepSeek-V3 in FP8, one GB200 NVL72 rack per stage."""
+
+
+def _hop_latency() -> str:
+    from .. import memory
+    from ..catalog import memory_data
+    nccl, ep = memory_data.latency("nccl-net-step"), memory_data.latency("deepep-low-latency")
+    fixed = (nccl["base_us_ll"] + nccl["hop_us_ll"], nccl["base_us_simple"] + nccl["hop_us_simple"])
+    lecture = memory_data.LECTURE
+    stages = int(lecture["stages"])
+    batch = round(roofline.balance_batch(_HOP_CHIP, _HOP_MODEL, "fp8"))
+    mdl, rack = models.get(_HOP_MODEL), systems.get(_HOP_SYSTEM)
+    payload = batch * mdl.d_model * 2
+    spread = memory.hop_time(_HOP_MODEL, rack, batch, 0.0)
+    one_link = payload / rack.chip.scale_out_bandwidth
+    low, high = (stages * (memory.hop_time(_HOP_MODEL, rack, batch, f * 1e-6)) for f in fixed)
+    squeezed = stages * (fixed[1] * 1e-6 + one_link)
+    return (f"Published figures put a hop at tens of microseconds. NCCL's own cost model charges {fixed[0]:.0f} "
+            f"to {fixed[1]:.0f} µs per network step before any payload, and DeepEP measured {ep['dispatch_us'][0]:.0f} "
+            f"to {ep['dispatch_us'][-1]:.0f} µs for a whole expert all-to-all of {ep['tokens']:.0f} tokens over "
+            f"InfiniBand, payload included ([DeepSeek-AI, 2025]({_REFERENCES})). A stage boundary carries "
+            f"$B\\,d_\\text{{model}}\\,b_\\text{{act}}$ bytes: for {mdl.display} at its balance batch of {batch:,} "
+            f"sequences, {payload / 1e6:.0f} MB, which the {rack.count} network links of a {rack.display.split(' (')[0]} "
+            f"rack send in {1e6 * spread:.0f} µs. {stages} stages then add {1e3 * low:.2f} to {1e3 * high:.2f} ms "
+            f"per token, not {lecture['added_ms']:.0f} ms; only a micro-batch squeezed through a single "
+            f"{rack.chip.scale_out_bandwidth / 1e9:.0f} GB/s link ({1e3 * squeezed:.1f} ms over {stages} hops) comes near "
+            "the lecture's figure.")
 
 
 # Chapter 5's statements import chalk.scaling when called: it solves its SymPy model at import
@@ -287,11 +391,23 @@ REGISTRY: tuple[Correction, ...] = (
     Correction("speculative-decoding", "01_batching", "Speculative decoding is announced, never analysed",
                "Speculative decoding and multi-token prediction are the second lever behind fast mode.",
                _speculative),
+    Correction("attention-in-decode", "01_batching", "Attention FLOPs in decode",
+               "A decode step's compute is $2BN_\\text{act}/F$; past a few thousand tokens of context decode is "
+               "limited by reading the KV cache.", _attention_in_decode),
+    Correction("weights-every-batch", "01_batching", "Every weight, whatever the batch",
+               "Every weight is read once per step whatever the batch, so without batching a token costs "
+               "about $B^\\star$ times more.", _weights_every_batch),
+    Correction("slow-mode", "01_batching", "\"Slow mode cannot be much cheaper\"",
+               "Past the balance batch the cost per token is flat, so a slow mode cannot be much cheaper.",
+               _slow_mode),
     Correction("hop-latency", "04_memory_capacity", "Latency of a rack-to-rack hop",
                "A hop between racks costs a few milliseconds, \"maybe an order of magnitude off\".",
-               to_come="Unverified in the lecture; the chapter sets it against measured network latencies."),
+               _hop_latency),
     Correction("scale-up-out", "02_moe_racks", "Scale-up against scale-out bandwidth",
                "Scale-out is about eight times slower than scale-up.", _scale_up_out),
+    Correction("nvl-counts-dies", "02_moe_racks", "Rubin's \"500-something\" GPUs",
+               "Scale-up domains grow from Hopper's 8 GPUs to Blackwell's 72 to Rubin's \"500-something\", "
+               "partly by counting differently and partly a genuine 4×.", _nvl_counts_dies),
     Correction("one-layer-stages", "03_pipelining", "One MoE layer per stage is not always enough",
                f"With $k \\approx 8$, $2kL_\\text{{stage}}/{pipeline.LECTURE_RHO:.0f} \\ge 1$ holds at one layer "
                "per stage, so racks could be pipelined a layer at a time.", _one_layer_stages),

@@ -1,0 +1,84 @@
+"""Chapter 1's serving-loop figures: the train timetable's closed form against ``timetable.simulate``.
+
+Every curve is drawn from a simulated run's own records; the closed form is drawn from
+``timetable.closed_form`` at the replica's fastest pass, the T it would assume.
+"""
+import numpy as np
+
+from .. import timetable
+from .canvas import new_figure, style
+from .plotting import COLORS
+
+MS = 1e3
+
+
+def closed_form_figure(run: timetable.Run):
+    """Waits for the next departure and times to first token of one run, as densities, against the
+    closed form's uniform laws on (0, T] and (T, 2T]."""
+    interval = run.step_floor
+    expected = timetable.closed_form(interval)
+    fig, axes = new_figure(7.2, 2.6, ncols=2)
+    panels = [(run.departure_waits, (0, interval), "wait_mean", "wait for the next departure (ms)"),
+              (run.ttft, (interval, 2 * interval), "ttft_mean", "time to first token (ms)")]
+    with style():
+        for ax, (values, (low, high), key, label) in zip(axes, panels):
+            ax.hist(MS * values, bins=40, density=True, color=COLORS["t_compute"], alpha=0.75,
+                    label="simulated")
+            ax.plot(MS * np.array([low, low, high, high]), np.array([0, 1, 1, 0]) / (MS * interval), color="black",
+                    lw=1.2, label="closed form (uniform)")
+            ax.axvline(MS * expected[key], color="black", ls="--", lw=1, label="closed-form mean")
+            ax.axvline(MS * values.mean(), color=COLORS["t_mem"], ls=":", lw=1.6, label="simulated mean")
+            ax.set_xlabel(label)
+            ax.set_ylabel("density (1/ms)")
+        axes[0].legend(loc="lower center", bbox_to_anchor=(1.1, 1.0), ncols=4, frameon=False)
+    fig.subplots_adjust(left=0.09, right=0.98, bottom=0.2, top=0.86, wspace=0.3)
+    return fig
+
+
+def where_it_breaks_figure(rates, by_rate, prompts, by_prompt, crowded: timetable.Run):
+    """The closed form's three assumptions failing, one panel each.
+
+    (a) ``by_rate``: summaries at each offered load in ``rates``; (b) ``by_prompt``: at each prompt
+    length in ``prompts``; (c) ``crowded``: a run whose HBM seats fill, drawn over time."""
+    floor = by_rate[0].step_floor
+    fig, axes = new_figure(9.6, 2.9, ncols=3)
+    ax_a, ax_b, ax_c = axes
+    with style():
+        ax_a.plot(rates, [MS * s.step_mean for s in by_rate], "o-", color=COLORS["t_mem"], label="mean step")
+        ax_a.plot(rates, [MS * s.departure_wait_mean for s in by_rate], "s-", color=COLORS["t_compute"],
+                  label="mean wait")
+        ax_a.axhline(MS * floor, color="black", ls="--", lw=1, label="closed form: $T$, $T/2$")
+        ax_a.axhline(MS * floor / 2, color="black", ls="--", lw=1)
+        ax_a.set_xlabel("arrivals (requests/s)")
+        ax_a.set_ylabel("ms")
+        ax_a.set_title("(a) load: the step grows", loc="left")
+        ax_a.legend(frameon=False)
+
+        ttft = np.array([MS * s.ttft_mean for s in by_prompt])
+        prefill = np.array([MS * s.prefill_pass_mean for s in by_prompt])
+        ax_b.plot(prompts, ttft, "o-", color=COLORS["t_compute"], label="mean time to first token")
+        ax_b.plot(prompts, prefill, "s--", color=COLORS["t_weights"], label="of which the prefill pass")
+        ax_b.axhline(MS * 1.5 * floor, color="black", ls="--", lw=1, label="closed form: $1.5\\,T$")
+        ax_b.set_xscale("log")
+        ax_b.set_yscale("log")
+        ax_b.set_xticks(prompts, [f"{p:,}" for p in prompts], minor=False)
+        ax_b.set_xticks([], minor=True)
+        ax_b.set_xlabel("prompt (tokens)")
+        ax_b.set_ylabel("ms")
+        ax_b.set_title("(b) long prompts: prefill dominates", loc="left")
+        ax_b.legend(frameon=False)
+
+        starts = crowded.pass_start
+        waiting = (np.searchsorted(np.sort(crowded.arrivals), starts, side="right")
+                   - np.searchsorted(np.sort(crowded.boarded), starts, side="right"))
+        ax_c.plot(starts, crowded.pass_batch, color=COLORS["t_kv"], lw=1, label="sequences in the batch")
+        ax_c.plot(starts, waiting, color=COLORS["point"], lw=1, label="requests waiting")
+        seats = crowded.kv_budget // crowded.reserved.max()
+        ax_c.axhline(seats, color="black", ls="--", lw=1, label="seats HBM holds")
+        ax_c.set_ylim(0, 1.45 * seats)
+        ax_c.set_xlabel("time (s)")
+        ax_c.set_ylabel("requests")
+        ax_c.set_title("(c) seats full: requests queue", loc="left")
+        ax_c.legend(frameon=False, loc="upper left")
+    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.17, top=0.9, wspace=0.28)
+    return fig
