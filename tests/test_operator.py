@@ -7,9 +7,12 @@ Expected values are the overview's numbers or hand calculations written out in t
 """
 import pytest
 
-from chalk import catalog, moe, operator
-from chalk.catalog import operators, quoted
+import sympy as sp
+
+from chalk import catalog, moe, operator, pricing, roofline
+from chalk.catalog import memory_data, operators, quoted
 from chalk.errors import ChalkError
+from chalk.notation import E, N_rout, N_tot, m, n_exp, n_red
 
 OP = operators.get(operator.DEEPSEEK)
 
@@ -96,30 +99,124 @@ def test_attention_data_parallel_weights_by_hand(overlapped):
     step = overlapped.terms[1]
     assert step.name == "attention data parallel"
     assert step.step == pytest.approx(6.635e-3 + 9.219e-3, rel=2e-3)
+    # Two micro-batches read them twice: 2 x 6.635 + 9.219 = 22.49 ms.
+    assert overlapped.terms[2].step == pytest.approx(2 * 6.635e-3 + 9.219e-3, rel=2e-3)
 
 
-def test_alltoall_by_hand(overlapped):
-    # Each GPU sends its 88.10 tokens to 8 experts, dispatch in FP8 (1 B) and combine in BF16 (2 B)
-    # per element of d_model = 7,168: 88.10 x 8 x 7,168 x 3 B = 15.16 MB per layer, of which the
-    # share bound for the other 17 nodes, 1 - 8/144, crosses the 50 GB/s NIC: 286.3 us per layer,
-    # x 58 MoE layers = 16.60 ms per step (NVLink's 8/144 share takes microseconds, in parallel).
-    assert overlapped.alltoall == pytest.approx(16.60e-3, rel=2e-3)
+def test_params_per_gpu_formula_matches_the_placement(overlapped):
+    # The SymPy expression and chalk.moe.placement count the same bytes: 17.12e9 copied + 2 experts
+    # of 58 x 44.04e6 (in FP8, one byte a parameter).
+    values = {N_tot: OP.model.total_params, N_rout: OP.model.routed_expert_params, n_exp: 256, n_red: 32, E: 144}
+    assert float(operator.params_per_gpu.subs(values)) == pytest.approx(overlapped.weight_bytes_per_gpu, rel=1e-9)
+
+
+# --- the layout's balance batch per GPU -----------------------------------------------------------
+# By hand, per GPU and per sequence at L = 4,989: matmuls 2 x 37.55e9 / 1,978.9e12 = 37.95 us,
+# attention 4,989 x 16.99e6 / 989.4e12 = 85.67 us, KV read 4,989 x 70,272 / 3.35e12 = 104.65 us.
+# A sequence adds 37.95 + 85.67 - 104.65 = 18.97 us more compute than memory time; the weights
+# take 22.23e9 / 3.35e12 = 6.636 ms per read. Balance: 6.636 / 0.01897 = 349.8 sequences per GPU
+# with one read per step, 699.6 with two micro-batches that each read them.
+def test_layout_balance_batch_by_hand(overlapped):
+    assert overlapped.balance_batch_per_gpu_one_read == pytest.approx(349.8, rel=0.01)
+    assert overlapped.balance_batch_per_gpu == pytest.approx(699.6, rel=0.01)
+
+
+def test_deepseek_runs_far_below_its_layout_balance_batch(overlapped):
+    # 88.10 sequences per GPU: 88.10 / 699.6 = 0.126 and 88.10 / 349.8 = 0.252 of the balance batch,
+    # memory-bound (22.49 ms of reads against 10.89 ms of compute) ...
+    assert overlapped.batch_per_gpu / overlapped.balance_batch_per_gpu == pytest.approx(0.126, rel=0.01)
+    assert overlapped.batch_per_gpu / overlapped.balance_batch_per_gpu_one_read == pytest.approx(0.252, rel=0.01)
+    assert overlapped.terms[2].step > 2 * overlapped.roofline.t_compute
+    # ... and the balance batch does not fit: (0.9 x 80 GB - 22.23 GB) / (4,989 x 70,272 B)
+    # = 49.77e9 / 350.6e6 = 142 sequences per GPU at most.
+    assert overlapped.max_batch_per_gpu == pytest.approx(142.0, rel=2e-3)
+    assert overlapped.max_batch_per_gpu < overlapped.balance_batch_per_gpu_one_read
+
+
+def test_sharded_balance_batch_is_not_the_layouts(overlapped):
+    # Dividing the replica's B* by the GPU count assumes each GPU reads 1/144 of the weights once:
+    # 10,558 / 144 = 73.3 at L = 4,989 (B* itself is checked in tests/test_roofline.py). With
+    # copies the reads are 144 x 22.23 / 671.03 = 4.770 times that: 349.8.
+    bstar = roofline.balance_batch(OP.chip, OP.model, OP.dtype, OP.kv_tokens_per_output_token)
+    assert overlapped.balance_batch_per_gpu_one_read / (bstar / 144) == pytest.approx(144 * 22.23 / 671.03, rel=2e-3)
+
+
+def test_layout_balance_is_the_roofline_balance_scaled_by_reads():
+    # Solving compute = memory with the layout's reads gives B* x m x params_per_gpu / N_tot: B*/E
+    # exactly when params_per_gpu = N_tot/E and m = 1 (every weight sharded, read once).
+    scaled = roofline.balance_batch_expr * m * operator.params_per_gpu / N_tot
+    assert sp.simplify(operator.layout_balance_batch_expr - scaled) == 0
+    assert sp.simplify(scaled.subs(m, 1).xreplace({operator.params_per_gpu: N_tot / E})
+                       - roofline.balance_batch_expr / E) == 0
+
+
+def test_layout_balance_at_zero_context_by_hand():
+    # L = 0: b* = m x params_per_gpu x b_w x F / (2 N_act W) = 22.23e9 x 590.7 / 75.10e9 = 174.9
+    # per GPU for one read (r = 1,978.9 / 3.35 = 590.7 in FP8).
+    b = operator.layout_balance_batch(OP.chip, OP.model, 144, 0, "fp8", redundant=32)
+    assert b == pytest.approx(174.9, rel=2e-3)
+    assert operator.layout_balance_batch(OP.chip, OP.model, 144, 0, "fp8", 32, micro_batches=3) == pytest.approx(3 * b)
+
+
+def test_layout_balance_is_infinite_past_the_balance_context():
+    # L* on an H800 in FP8 is 2 x 37.55e9 / 1,978.9e12 / (70,272 / 3.35e12 - 16.99e6 / 989.4e12)
+    # = 37.95e-6 / 3.805e-9 = 9,975 tokens: beyond it no batch balances.
+    assert roofline.balance_context_for(OP.chip, OP.model, "fp8") == pytest.approx(9_975, rel=3e-3)
+    assert operator.layout_balance_batch(OP.chip, OP.model, 144, 12_000, "fp8", 32) == float("inf")
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"micro_batches": 0}, "micro_batches"),
+    ({"redundant": -1}, "redundant"),
+    ({"context": -5}, "context"),
+    ({"model": "llama-3-70b"}, "dense"),
+    ({"gpus": 0}, "gpus"),
+])
+def test_layout_balance_bad_input(kwargs, message):
+    args = {"chip": "H800", "model": "deepseek-v3", "gpus": 144, "context": 1000} | kwargs
+    with pytest.raises(ChalkError, match=message):
+        operator.layout_balance_batch(**args)
+
+
+# --- communication, imbalance and the bracket -----------------------------------------------------
+def test_deepep_figures_are_self_consistent():
+    # DeepEP's table (memory.toml) at EP128: 128 tokens x 8 choices x (7,168 + 7,168/128 x 4) B
+    # = 7.569 MB dispatched in 192 us = 39.4 GB/s (printed: 39); combine 128 x 8 x 7,168 x 2 B
+    # = 14.68 MB in 369 us = 39.8 GB/s (printed: 39).
+    ep = memory_data.latency(operator.DEEPEP)
+    i = ep["ep"].index(128)
+    assert 128 * 8 * (7168 + 7168 / 128 * 4) / (ep["dispatch_us"][i] * 1e-6) / 1e9 == pytest.approx(ep["dispatch_GBps"][i], rel=0.03)
+    assert 128 * 8 * 7168 * 2 / (ep["combine_us"][i] * 1e-6) / 1e9 == pytest.approx(ep["combine_GBps"][i], rel=0.03)
+
+
+def test_alltoall_measured_and_line_rate_by_hand(overlapped):
+    # Measured: DeepEP's EP128 (the nearest to 144) moves 128 tokens per GPU in 192 + 369 us per
+    # layer, 4.383 us a token: x 88.10 tokens x 58 MoE layers = 22.39 ms per step.
+    assert overlapped.alltoall_ep == 128
+    assert overlapped.alltoall == pytest.approx(561e-6 / 128 * 88.10 * 58, rel=1e-3)
+    # Line rate: each GPU sends its 88.10 tokens to 8 experts, FP8 dispatch (1 B) and BF16 combine
+    # (2 B) per element of d_model = 7,168: 15.16 MB per layer, of which the share bound for the
+    # other 17 nodes, 1 - 8/144, crosses the 50 GB/s NIC: 286.3 us x 58 = 16.60 ms per step.
+    assert overlapped.alltoall_line_rate == pytest.approx(16.60e-3, rel=2e-3)
 
 
 def test_imbalance_against_a_hand_estimate(overlapped):
-    # 256 experts + 32 copies on 144 GPUs: under uniform routing 80 GPUs hold two whole experts
-    # while the mean GPU holds 256/144 = 1.78 expert loads (factor 1.125). Such a GPU receives
-    # 12,686 x 8 x 2/256 = 793 choices, sd sqrt(793 x (1 - 8/256)) = 27.7; the largest of 80 is
-    # about 2.4 sd higher (E max of 80 normals): 860 / (12,686 x 8 / 144 = 705) = 1.22.
-    assert overlapped.imbalance == pytest.approx(1.22, rel=0.03)
+    # Each micro-batch routes half the batch, 6,343 tokens. 256 experts + 32 copies on 144 GPUs:
+    # under uniform routing 80 GPUs hold two whole experts while the mean GPU holds 256/144 = 1.78
+    # expert loads (factor 1.125). Such a GPU receives 6,343 x 8 x 2/256 = 396.4 choices, sd
+    # sqrt(396.4 x (1 - 8/256)) = 19.6; the largest of 80 is about 2.39 sd higher (E max of 80
+    # normals): 443.2 / (6,343 x 8 / 144 = 352.4) = 1.258.
+    assert overlapped.imbalance == pytest.approx(1.258, rel=0.03)
 
 
 def test_bounds_by_hand(overlapped, serial):
-    # Overlapped: max(compute 10.89, 2 micro-batches x 6.635 + 9.219 = 22.49, 1.22 x 16.60 = 20.2)
-    # = 22.49 ms. Not overlapped: max(10.89, 15.85) + 1.22 x 16.60 = 36.1 ms. Ratio 1.60.
-    assert overlapped.modelled_step == pytest.approx(22.49e-3, rel=3e-3)
-    assert serial.modelled_step == pytest.approx(15.854e-3 + 1.22 * 16.60e-3, rel=0.02)
-    assert serial.modelled_step / overlapped.modelled_step == pytest.approx(1.60, rel=0.02)
+    # Hidden: max(compute 10.89 (+ imbalance on 1.8 ms of routed matmuls), reads 22.49,
+    # 1.249 x 22.39 = 27.97) = 27.97 ms. Not hidden: max(7.547, 9.219) + max(3.34 + 0.45, 13.27)
+    # + 27.97 = 50.46 ms.
+    assert overlapped.modelled_step == pytest.approx(overlapped.imbalance * 22.39e-3, rel=2e-3)
+    assert serial.modelled_step == pytest.approx(9.219e-3 + 13.27e-3 + overlapped.imbalance * 22.39e-3, rel=3e-3)
+    # The measured 47.62 ms lies between: 1.70 times the lower end, 0.94 times the upper.
+    assert overlapped.modelled_step < overlapped.measured_step < serial.modelled_step
 
 
 @pytest.mark.parametrize("overlap", [True, False])
@@ -133,13 +230,26 @@ def test_terms_reconcile_roofline_to_measurement(overlap):
     assert c.terms[0].step * product * c.residual == pytest.approx(1 / 21, rel=1e-12)
     # ... and that ratio is the throughput ratio, since both sides run the same batch.
     assert product * c.residual == pytest.approx(c.ratio, rel=1e-12)
-    # The model is a lower bound on the step: nothing it counts makes DeepSeek slower than measured.
-    assert c.residual > 1
 
 
+# --- MFU, each against a named peak ---------------------------------------------------------------
+# Per GPU a step does 88.10 x (2 x 37.55e9 + 4,989 x 16.99e6) = 88.10 x 159.86e9 = 14.08e12 FLOPs,
+# 6.616e12 of them in weight matmuls, in the measured 47.62 ms.
 def test_implied_mfu_by_hand(overlapped):
-    # The step's FLOPs at peak take 10.890 ms; the measured step is 47.62 ms: 22.9%.
+    # Time-weighted (matmuls at the FP8 peak, attention at BF16): 10.890 ms of 47.62 = 22.9%.
     assert overlapped.implied_mfu == pytest.approx(10.890 / 47.62, rel=3e-3)
+    # Against one peak: 14.08e12 / (1,978.9e12 x 0.04762) = 14.9% of FP8, 29.9% of BF16 (989.4).
+    assert overlapped.mfu_at("fp8") == pytest.approx(14.08e12 / (1978.9e12 * 0.04762), rel=3e-3)
+    assert overlapped.mfu_at("bf16") == pytest.approx(14.08e12 / (989.4e12 * 0.04762), rel=3e-3)
+    # Weight matmuls only, the MFU that 2 N_act per token counts: 6.616e12 / 94.24e12 = 7.02%.
+    assert overlapped.mfu_at("fp8", matmuls_only=True) == pytest.approx(0.0702, rel=3e-3)
+    # The layout caps it before any communication: 10.89 / 22.49 = 48.4%.
+    assert overlapped.layout_mfu_bound == pytest.approx(10.89 / 22.49, rel=3e-3)
+
+
+def test_price_implied_mfu_is_the_price_ratio():
+    # chalk.pricing reads decode MFU as p_in / p_out: R1's $0.55 / $2.19 = 25.1%.
+    assert pricing.implied_decode_mfu(OP.priced_at).value == pytest.approx(0.55 / 2.19, rel=1e-12)
 
 
 def test_user_speed_moves_the_batch_not_the_ratio():
@@ -170,6 +280,15 @@ def test_deepseek_scale_against_the_lecture_replica():
     replica = quoted.LECTURE["replica_tokens_per_second"]
     assert operator.decode_unit_tokens_per_second() == pytest.approx(266_400, rel=1e-12)
     assert operator.fleet_output_tokens_per_second() / replica == pytest.approx(168e9 / 86_400 / 128_000, rel=1e-12)
+
+
+def test_fleet_tokens_counted_like_googles():
+    # Input and output: (608e9 + 168e9) / 86,400 s = 8.98M tokens/s, against the lecture's Gemini
+    # of 1,000 x 128,000 = 128M tokens/s: 7.0%.
+    assert operator.fleet_tokens_per_second() == pytest.approx(776e9 / 86_400, rel=1e-12)
+    lecture = quoted.LECTURE
+    gemini = lecture["replica_tokens_per_second"] * lecture["gemini_over_replica"]
+    assert operator.fleet_tokens_per_second() / gemini == pytest.approx(8.981e6 / 128e6, rel=1e-3)
 
 
 # --- bad input ------------------------------------------------------------------------------------

@@ -121,3 +121,20 @@ def test_closed_form_balance_batch_is_the_exact_root(model, chip, dtype, chips):
         mid = math.sqrt(low * high)
         low, high = (mid, high) if gap(mid) < 0 else (low, mid)
     assert roofline.balance_batch(chip, model, dtype, context=256) == pytest.approx(low, rel=1e-6)
+
+
+def test_phases_in_series_bound_the_overlapped_step_from_above():
+    # Llama 3 70B on 8 H100s at its balance context and a huge batch: overlapped, compute equals
+    # memory (MFU 1); in series, matmuls (2 N B / F) then the KV read (B L b_kv / W), each with
+    # the other resource idle, so MFU = t_compute / (t_matmul + t_kv) at large B.
+    rep = roofline.replica("H100-SXM", "llama-3-70b", "bf16", chips=8)
+    l_star = rep.balance_context()
+    b = 1e7
+    p = rep.params(l_star)
+    t = {n: float(roofline.numeric[n](b, l_star, *p)) for n in ("t_matmul", "t_attn", "t_kv", "t_step", "t_step_phases")}
+    assert t["t_step_phases"] == pytest.approx(t["t_matmul"] + t["t_kv"], rel=1e-6)
+    mfu_series = (t["t_matmul"] + t["t_attn"]) / t["t_step_phases"]
+    # 2 N / r per sequence against L* b_kv: at L* they are equal less the attention term, so the
+    # series bound is just over one half.
+    assert 0.5 < mfu_series < 0.53
+    assert t["t_step"] < t["t_step_phases"]

@@ -26,6 +26,7 @@ N_70B = 80 * (2 * 8192 * 8192 + 2 * 8192 * 1024 + 3 * 8192 * 28672) + 2 * 128256
 KV_70B = 2 * 8 * 128 * 80 * 2
 LLAMA_8B = dict(chip="H100-SXM", model="llama-3.1-8b", dtype="bf16", chips=1)
 LLAMA_70B = dict(chip="H100-SXM", model="llama-3-70b", dtype="bf16", chips=8)
+ATT_70B = 4 * 64 * 128 * 80             # QK^T and the sum over V: 2 d_head each, 64 heads, 80 layers
 T_70B = 2 * N_70B / (8 * W_H100)        # the 70B replica's weight read, 5.27 ms
 
 
@@ -178,6 +179,84 @@ def test_more_load_never_means_less_wait():
     assert prompts[-1].prefill_pass_mean > 4096 * 2 * N_70B / (8 * F_H100)
 
 
+def test_offered_load_worked_by_hand():
+    # 128 + 256 tokens on the 70B replica: 383 tokens of matmuls and causal attention over
+    # 1 + 2 + ... + 383 = 384 x 383 / 2 cached tokens, at 8 x 989.4 TFLOP/s: 6.85 ms a request.
+    per_request = (383 * 2 * N_70B + ATT_70B * 384 * 383 / 2) / (8 * F_H100)
+    chat = timetable.offered_load(**LLAMA_70B, rate=130, prompt=128, output=256)
+    assert chat.compute_share == pytest.approx(130 * per_request, rel=1e-9)
+    assert chat.compute_share == pytest.approx(0.891, abs=5e-4)
+    # 1024 + 2048 tokens: 90% of 640 GB less 141 GB of weights, over 3072 x 327,680 B a request:
+    # 432 seats. Full, a decode pass reads the weights and 432 caches at the mean context
+    # 1024 + 2048/2 = 2048 tokens (16.08 ms, its compute only 7.99 ms). A pass that also prefills
+    # a whole prompt has 431 decoding and 1024 prompt tokens: its compute, 26.40 ms, outlasts its
+    # memory, 16.07 ms, and stalls the pass by 10.32 ms.
+    seats = (0.9 * 8 * HBM_H100 - 2 * N_70B) // (3072 * KV_70B)
+    assert seats == 432
+    full = (2 * N_70B + seats * 2048 * KV_70B) / (8 * W_H100)
+    prefill_pass = ((seats - 1) * (2 * N_70B + 2048 * ATT_70B) + 1024 * 2 * N_70B + ATT_70B * 1024 * 1025 / 2) / (8 * F_H100)
+    assert prefill_pass > (2 * N_70B + ((seats - 1) * 2048 + 1024) * KV_70B) / (8 * W_H100)
+    long = timetable.offered_load(**LLAMA_70B, rate=12, prompt=1024, output=2048)
+    assert long.seats == seats
+    assert long.t_full == pytest.approx(full, rel=1e-9)
+    assert long.t_stall == pytest.approx(prefill_pass - full, rel=1e-9)
+    assert long.t_full_compute == pytest.approx(seats * (2 * N_70B + 2048 * ATT_70B) / (8 * F_H100), rel=1e-9)
+    assert long.t_prompt == pytest.approx((1024 * 2 * N_70B + ATT_70B * 1024 * 1025 / 2) / (8 * F_H100), rel=1e-9)
+    # Each request holds a seat for 2048 passes and stalls one: 432 / (2048 t_full + 432 t_stall).
+    assert long.seat_turnover == pytest.approx(seats / (2048 * full), rel=1e-9)            # 13.12 /s
+    assert long.seat_capacity == pytest.approx(seats / (2048 * full + seats * (prefill_pass - full)), rel=1e-9)  # 11.55 /s
+    assert long.seat_turnover > 12 > long.seat_capacity
+    assert long.seat_load == pytest.approx(12 / long.seat_capacity, rel=1e-12)
+
+
+def test_steady_state_utilisation_equals_the_offered_load():
+    # 125 requests/s of 128 + 256 tokens offer 86% of peak FLOPs: stable. Over the steady window
+    # the chips' time at peak equals the FLOPs of the requests that arrived in it (their count
+    # times one request's, by hand as above) within 1%: the backlog of work is the same at both
+    # ends. With the warm-up kept, the batch is still filling and the MFU falls short by more.
+    per_request = (383 * 2 * N_70B + ATT_70B * 384 * 383 / 2) / (8 * F_H100)
+    run = timetable.simulate(**LLAMA_70B, rate=125, n_requests=5000, prompt=128, output=256, seed=11)
+    start, stop = run.steady_window()
+    assert start == pytest.approx(run.arrivals[0] + 2 * run.life) and stop == pytest.approx(run.arrivals[-1] - run.life)
+    for lo, tolerance in ((start, 0.01), (run.arrivals[0], None)):
+        s = run.summary(lo, stop)
+        offered = s.requests * per_request / (stop - lo)
+        assert s.busy == pytest.approx(1.0)  # never idle: the MFU is not diluted by idle time
+        if tolerance:
+            assert s.mfu == pytest.approx(offered, rel=tolerance)
+        else:
+            assert s.mfu < offered * 0.99
+    # The whole run, drain included, falls further short of the nominal 86%.
+    assert run.summary().mfu < 0.97 * 125 * per_request
+
+
+def test_past_seat_capacity_the_seats_serve_at_capacity():
+    # 12 requests/s of 1024 + 2048 tokens: below the 13.1/s that full seats turn over if prefill
+    # were free, above the 11.55/s they turn over when each whole prompt stalls a pass (worked
+    # above). Once the seats are full (the first request that waits for one) and one seat
+    # lifetime later, completions run at the stalled capacity within 3% (a pass that prefills two
+    # prompts costs a little more than two stalls), 10% below the prefill-free figure.
+    load = timetable.offered_load(**LLAMA_70B, rate=12, prompt=1024, output=2048)
+    run = timetable.simulate(**LLAMA_70B, rate=12, n_requests=3000, prompt=1024, output=2048, seed=2)
+    start, stop = run.saturated_window()
+    assert start == pytest.approx(run.departures[run.boarded > run.departures].min() + run.life)
+    s = run.summary(start, stop)
+    assert np.all(run.pass_batch[(run.pass_start >= start) & (run.pass_start < stop)] == load.seats)
+    assert s.throughput == pytest.approx(load.seat_capacity, rel=0.03)
+    assert s.throughput < 0.9 * load.seat_turnover
+    free_seats = timetable.simulate(**LLAMA_70B, rate=100, n_requests=300, prompt=16, output=32, seed=1)
+    with pytest.raises(ChalkError, match="seats"):
+        free_seats.saturated_window()
+
+
+def test_a_run_too_short_has_no_steady_window():
+    run = timetable.simulate(**LLAMA_70B, rate=130, n_requests=300, prompt=128, output=256, seed=1)
+    with pytest.raises(ChalkError, match="n_requests"):  # 2.3 s of arrivals, lifetimes of ~1.5 s
+        run.steady()
+    with pytest.raises(ChalkError, match="stop"):
+        run.summary(1.0, 0.5)
+
+
 def test_seed_makes_runs_reproducible_and_accepts_a_generator():
     a = timetable.simulate(**LLAMA_8B, rate=100.0, n_requests=200, output=8, seed=5)
     b = timetable.simulate(**LLAMA_8B, rate=100.0, n_requests=200, output=8, seed=np.random.default_rng(5))
@@ -222,6 +301,18 @@ def test_what_does_not_fit_says_so():
         timetable.simulate(**LLAMA_8B, rate=1.0, prompt=120_000, output=1000, headroom=0.7)
     with pytest.raises(DoesNotFit):  # 141 GB of weights on one 80 GB H100
         timetable.simulate(**(LLAMA_70B | dict(chips=1)), rate=1.0)
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(rate=0.0), "rate"),
+    (dict(prompt=0), "prompt"),
+    (dict(output=1.5), "output"),
+    (dict(prompt=8000, output=1000), "prompt \\+ output"),  # past Llama 3's 8,192 tokens
+    (dict(headroom=1.0), "headroom"),
+])
+def test_offered_load_bad_input_names_the_parameter(kwargs, name):
+    with pytest.raises(ChalkError, match=name):
+        timetable.offered_load(**(LLAMA_70B | dict(rate=10.0, prompt=128, output=256) | kwargs))
 
 
 def test_sweep_rejects_a_doubly_given_argument():

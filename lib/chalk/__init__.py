@@ -3,7 +3,8 @@
 Three layers, one package each, so a chapter's pieces are found from its topic name:
 
 * maths, one module per chapter at the top: ``roofline`` (Chapter 1, batching; ``timetable`` is
-  its serving simulation), ``moe`` (2), ``pipeline`` (3), ``scaling`` (5), ``pricing`` (what API
+  its serving-loop simulation, ``operator`` sets a real operator's published figures beside it),
+  ``moe`` (2), ``pipeline`` (3), ``scaling`` (5), ``pricing`` (what API
   prices imply, 6), ``reversible`` (7); ``notation`` holds every symbol; ``calculator`` and
   ``python -m chalk`` are the engineer's entry points. The chapter modules other than
   ``roofline`` and ``pricing`` are imported by name (``from chalk import scaling``), so that

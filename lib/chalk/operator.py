@@ -8,32 +8,87 @@ throughput and accounts for the gap term by term:
 1. the roofline itself (``chalk.roofline.decode_point``): weights sharded evenly over all GPUs,
    no communication, compute and memory traffic overlapped;
 2. attention data parallelism: every GPU reads its own copy of everything but its routed
-   experts (``chalk.moe.placement``);
-3. the expert-parallel all-to-all (``chalk.moe.layer_times``), either hidden behind the other
-   micro-batch's work, which then costs a second read of the weights, or not hidden at all;
-   the two are the optimistic and pessimistic bounds;
-4. load imbalance: the busiest GPU's share of the routed tokens (``chalk.moe.simulate_routing``).
+   experts (``params_per_gpu``, the same bytes as ``chalk.moe.placement``);
+3. micro-batches: the step is split in m parts that take turns computing and communicating, and
+   each part reads the weights again;
+4. the expert-parallel all-to-all, at the rate DeepSeek's DeepEP kernels were measured at
+   (``chalk.catalog.memory_data``), either hidden behind the other micro-batch or not hidden;
+5. load imbalance: the busiest GPU's share of one micro-batch's routed tokens
+   (``chalk.moe.simulate_routing``).
+
+The two choices in 4 bracket a schedule of m micro-batches whose kernels run at the roofline:
+everything that can overlap does (a lower bound), or no communication overlaps anything (the
+upper end, with attention and matmul kernels one after the other). Both take the all-to-all at the
+measured rate scaled linearly in tokens, which leaves out any fixed latency per call.
 
 The batch is not published: Little's law gives it as the output rate over one user's speed.
-The measured step is the time between one user's tokens. Nothing is fitted: what the terms do
-not explain is reported as the residual, and the implied MFU is the roofline's compute time over
-the measured step.
+The measured step is the time between one user's tokens, which holds only if each step emits one
+token per sequence (no speculative decoding). Nothing is fitted: what the terms do not explain is
+reported as the residual.
+
+``layout_balance_batch`` is the balance batch of such a layout per GPU: with copies on every GPU,
+the roofline's B* divided by the GPU count understates it.
 """
+import math
 from dataclasses import dataclass, replace
 from functools import cache
 
+import numpy as np
+import sympy as sp
+
 from . import moe, roofline
-from .catalog import hardware, operators
-from .errors import ChalkError, positive
+from .catalog import hardware, memory_data, operators
+from .errors import ChalkError, non_negative, positive, positive_int
+from .notation import B, E, F, F_att, L, N_act, N_rout, N_tot, W, b_kv, b_w, f_att, m, n_exp, n_red
 
 DEEPSEEK = "deepseek-v3-r1@2025-02-28"
 """DeepSeek's 'Inference System Overview' statistics (2025-03-01)."""
+DEEPEP = "deepep-low-latency"
+"""DeepEP's measured low-latency dispatch and combine on H800s (``memory.toml``)."""
 
 SECONDS_PER_DAY = 24 * 3600
 ROUTING_TRIALS = 8
 """Simulated routing steps behind the imbalance term (its standard error is below 1%)."""
 
+# --- formulas -----------------------------------------------------------------------------------
+params_per_gpu = (N_tot - N_rout) + moe.experts_per_chip_expr * N_rout / n_exp
+"""Parameters each GPU holds and reads when everything but the routed experts (attention, shared
+experts, dense layers, embeddings, routers) is copied on every GPU and the routed experts, with
+n_red redundant copies, are spread over the E GPUs (attention data parallel, expert parallel)."""
 
+t_weights_layout = roofline.t_weights_all.xreplace({N_tot: m * E * params_per_gpu})
+"""The roofline's weight read for that layout: each of the E GPUs reads its own parameters once
+per micro-batch, m times a step, W being the E GPUs' bandwidth together."""
+
+layout_balance_batch_expr = sp.solve(sp.Eq(roofline.t_compute, t_weights_layout + roofline.t_kv), B)[0] / E
+"""b*: sequences per GPU at which the layout's compute time equals its memory time. It is the
+roofline's B* times m params_per_gpu / N_tot, which is B*/E only when every weight is sharded
+(params_per_gpu = N_tot/E) and read once."""
+
+_layout_balance = sp.lambdify((L, N_act, N_tot, b_w, b_kv, F, W, f_att, F_att, N_rout, n_exp, n_red, E, m),
+                              layout_balance_batch_expr, modules=[{"ceiling": math.ceil}, "math"])
+
+
+def layout_balance_batch(chip, model, gpus, context=0, dtype="fp8", redundant=0, micro_batches=1,
+                         kv_bytes_per_element=2, attention_dtype=None) -> float:
+    """Sequences per GPU at which compute equals memory time when ``model``'s routed experts are
+    spread over ``gpus`` GPUs and everything else is copied on each (attention data parallel),
+    every one of ``micro_batches`` micro-batches reading the weights again.
+
+    Returns ``inf`` at or beyond the balance context L*, where KV reads alone outlast the compute
+    at any batch."""
+    rep = roofline.replica(chip, model, dtype, positive_int("gpus", gpus), kv_bytes_per_element, attention_dtype)
+    moe.experts_per_chip(rep.model, rep.chips, redundant)  # an MoE model, a whole number of copies
+    non_negative("context", context)
+    micro_batches = positive_int("micro_batches", micro_batches)
+    if context >= rep.balance_context():
+        return math.inf
+    n_act, n_tot, b_w, b_kv, flops, bw, f, f_rate, n_routed, _, n_e = rep.params(context)
+    return float(_layout_balance(float(context), n_act, n_tot, b_w, float(b_kv), flops, bw, float(f), f_rate,
+                                 n_routed, n_e, redundant, rep.chips, micro_batches))
+
+
+# --- the comparison -------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Term:
     """One step of the reconciliation: the step time once this effect is included."""
@@ -57,11 +112,22 @@ class Comparison:
     roofline: roofline.DecodePoint
     """Chapter 1's bound for the whole expert-parallel group"""
     weight_bytes_per_gpu: float
-    """what each GPU reads per step with attention data parallel: its replicas and its experts"""
+    """what each GPU reads per micro-batch with attention data parallel: its copies and its experts"""
     alltoall: float
-    """seconds of dispatch + combine per step, all MoE layers, mean GPU, not overlapped"""
+    """seconds of dispatch + combine per step, all MoE layers, mean GPU, not overlapped, at the
+    measured rate (DeepEP) scaled linearly in tokens"""
+    alltoall_line_rate: float
+    """the same traffic at the NICs' and NVLink's line rates (``chalk.moe.layer_times``)"""
+    alltoall_ep: int
+    """the expert-parallel degree of the DeepEP measurement used"""
     imbalance: float
-    """busiest GPU's routed load over the mean GPU's"""
+    """busiest GPU's routed load over the mean GPU's, in one micro-batch"""
+    balance_batch_per_gpu: float
+    """the layout's balance batch per GPU with every micro-batch reading the weights"""
+    balance_batch_per_gpu_one_read: float
+    """the same with the weights read once per step"""
+    max_batch_per_gpu: float
+    """the most sequences of this context whose KV cache fits beside a GPU's weights (10% kept free)"""
     terms: tuple[Term, ...]
 
     @property
@@ -70,7 +136,9 @@ class Comparison:
 
     @property
     def measured_step(self) -> float:
-        """Seconds between one user's tokens: the published speed, inverted."""
+        """Seconds between one user's tokens: the published speed, inverted. The step itself if
+        each step emits one token per sequence; with speculative decoding a step emits more, and
+        lasts that many times longer."""
         return 1.0 / self.user_tokens_per_second
 
     @property
@@ -93,14 +161,40 @@ class Comparison:
 
     @property
     def residual(self) -> float:
-        """Measured step over the step with every modelled term: what the terms leave unexplained."""
+        """Measured step over the step with every modelled term: what the terms leave unexplained
+        (below 1: the model's step is longer than the measured one)."""
         return self.measured_step / self.modelled_step
 
     @property
+    def step_flops_per_gpu(self) -> float:
+        """FLOPs of one step on one GPU: its sequences' weight matmuls (2 N_act each) and attention
+        over their cached tokens."""
+        attention = self.roofline.t_attn * self.operator.chip.flops(self.operator.attention_dtype)
+        return self.matmul_flops_per_gpu + attention
+
+    @property
+    def matmul_flops_per_gpu(self) -> float:
+        """The weight-matmul part of ``step_flops_per_gpu`` alone."""
+        p = self.roofline
+        return (p.t_compute - p.t_attn) * self.operator.chip.flops(self.operator.dtype)
+
+    @property
     def implied_mfu(self) -> float:
-        """The step's FLOPs (weight matmuls in the serving format, attention in BF16) at peak rate,
-        over the measured step: the share of peak FLOP/s the operator's decode achieves."""
+        """Time-weighted MFU: the step's matmuls at the FP8 peak plus its attention at the BF16 peak
+        (the formats they run in), over the measured step. ``DecodePoint.mfu``'s convention."""
         return self.roofline.t_compute / self.measured_step
+
+    def mfu_at(self, dtype: str, matmuls_only: bool = False) -> float:
+        """The step's FLOPs (or its weight matmuls' alone) over ``dtype``'s peak FLOP/s for the
+        measured step: MFU against one stated peak."""
+        flops = self.matmul_flops_per_gpu if matmuls_only else self.step_flops_per_gpu
+        return flops / (self.operator.chip.flops(dtype) * self.measured_step)
+
+    @property
+    def layout_mfu_bound(self) -> float:
+        """The most the layout allows before communication: compute time over the step with copies
+        and micro-batches (the third term)."""
+        return self.roofline.t_compute / self.terms[2].step
 
 
 def _user_speed(op: operators.Operator, user_tokens_per_second) -> float:
@@ -114,25 +208,44 @@ def _imbalance(model: str, gpus: int, tokens: int, redundant: int) -> float:
     return moe.simulate_routing(model, gpus, tokens, redundant=redundant, trials=ROUTING_TRIALS).imbalance
 
 
+def _measured_alltoall(model, gpus: int, tokens_per_gpu: float) -> tuple[float, int]:
+    """(seconds, EP) of one step's dispatch + combine over all MoE layers, ``tokens_per_gpu`` tokens
+    per GPU, at DeepEP's measured low-latency times for the expert-parallel degree nearest ``gpus``.
+
+    DeepEP timed calls of its benchmark's token count per GPU; the time per token is scaled
+    linearly. A call's fixed latency does not shrink with its tokens, so for fewer tokens per call
+    than the benchmark's this is a lower bound. The benchmark routes uniformly at random, so its
+    times contain that routing's own imbalance."""
+    ep = memory_data.latency(DEEPEP)
+    if (ep["hidden"], ep["experts_per_token"]) != (model.d_model, model.moe["experts_per_token"]):
+        raise ChalkError(f"model: DeepEP's timings are for d_model {ep['hidden']} and top-{ep['experts_per_token']} "
+                         f"routing, not {model.display}'s {model.d_model} and top-{model.moe['experts_per_token']}")
+    i = int(np.argmin([abs(math.log(x / gpus)) for x in ep["ep"]]))
+    per_token = (ep["dispatch_us"][i] + ep["combine_us"][i]) * 1e-6 / ep["tokens"]
+    return model.n_moe_layers * tokens_per_gpu * per_token, int(ep["ep"][i])
+
+
 def compare(name: str = DEEPSEEK, overlap: bool = True, user_tokens_per_second=None) -> Comparison:
     """Roofline against the operator ``name``'s published decode throughput, term by term.
 
-    ``overlap`` chooses the bound: True hides the all-to-all behind the other micro-batch (whose
-    weights are then read once more per step), False adds it to the step.
+    ``overlap`` chooses the end of the bracket: True hides the all-to-all behind the other
+    micro-batch's work (a lower bound on the step), False hides none of it.
     ``user_tokens_per_second`` defaults to the middle of the published range."""
     op = operators.get(name)
     if not isinstance(overlap, bool):
         raise ChalkError(f"overlap must be True or False, got {overlap!r}")
     speed = _user_speed(op, user_tokens_per_second)
-    gpus, model, chip = op.decode_expert_parallel, op.model, op.chip
+    gpus, model, chip, m_ = op.decode_expert_parallel, op.model, op.chip, op.decode_micro_batches
     if op.decode_nodes * op.gpus_per_node != gpus:
         raise ChalkError(f"operator {op.name}: {op.decode_nodes} nodes of {op.gpus_per_node} GPUs "
                          f"are not EP{gpus}")
     batch_per_gpu = op.decode_tokens_per_second_per_node / op.gpus_per_node / speed
     batch, context = batch_per_gpu * gpus, float(op.kv_tokens_per_output_token)
 
-    point = roofline.decode_point(chip, model, batch, context, op.dtype, gpus, op.usd_per_gpu_hour)
-    t_compute, t_kv = point.t_compute, point.t_kv
+    point = roofline.decode_point(chip, model, batch, context, op.dtype, gpus, op.usd_per_gpu_hour,
+                                  attention_dtype=op.attention_dtype)
+    t_compute, t_attn, t_kv = point.t_compute, point.t_attn, point.t_kv
+    t_matmul = t_compute - t_attn
 
     # placement() lays experts over one scale-up system; the expert-parallel group spans
     # decode_nodes of them, which for per-GPU memory is the same as one system of all its GPUs.
@@ -142,51 +255,56 @@ def compare(name: str = DEEPSEEK, overlap: bool = True, user_tokens_per_second=N
     if not place.fits:
         raise ChalkError(f"operator {op.name}: its published layout needs {place.used / 1e9:,.0f} GB per "
                          f"{chip.name}, more than the {place.usable / 1e9:,.0f} GB usable")
-    t_weights_dp = place.weight_bytes / chip.hbm_bandwidth
+    t_w = place.weight_bytes / chip.hbm_bandwidth
 
-    # Dispatch travels in FP8 and combine in BF16; the all-to-all formula charges each routed
-    # choice 2 b_act, so their mean is the b_act that gives the sum.
+    # Line rate, for comparison: dispatch travels in FP8 and combine in BF16; the all-to-all formula
+    # charges each routed choice 2 b_act, so their mean is the b_act that gives the sum.
     b_act = (hardware.bytes_per_weight(op.dispatch_dtype) + hardware.bytes_per_weight(op.combine_dtype)) / 2
     layer = moe.layer_times(model, op.system, batch, op.dtype, domains=op.decode_nodes,
                             bytes_per_element=b_act, redundant=op.decode_redundant_experts)
+    t_comm, ep = _measured_alltoall(model, gpus, batch_per_gpu)
     k, shared = model.moe["experts_per_token"], model.moe.get("n_shared_experts", 0)
-    t_comm = model.n_moe_layers * layer.communication
     t_routed = model.n_moe_layers * layer.compute * k / (k + shared)
-    imbalance = _imbalance(model.name, gpus, round(batch), op.decode_redundant_experts)
+    imbalance = _imbalance(model.name, gpus, round(batch / m_), op.decode_redundant_experts)
 
-    m = op.decode_micro_batches
     if overlap:
-        def step(comm, compute=t_compute):
-            return max(compute, m * t_weights_dp + t_kv, comm)
-        comm_name = "all-to-all, overlapped"
-        comm_why = (f"{m} micro-batches: one's dispatch and combine hide behind the other's work, "
-                    f"but every micro-batch reads the weights again")
+        def step(reads, comm=0.0, matmul=t_matmul):
+            return max(matmul + t_attn, reads * t_w + t_kv, comm)
+        comm_name, comm_why = "all-to-all, hidden", (
+            "one micro-batch's dispatch and combine run while the other computes: the step is the "
+            "longest of compute, memory traffic and communication (a lower bound)")
     else:
-        def step(comm, compute=t_compute):
-            return max(compute, t_weights_dp + t_kv) + comm
-        comm_name = "all-to-all, not overlapped"
-        comm_why = "dispatch and combine wait for the experts and the experts for them: their time adds"
+        def step(reads, comm=0.0, matmul=t_matmul):
+            return max(t_attn, t_kv) + max(matmul, reads * t_w) + comm
+        comm_name, comm_why = "all-to-all, not hidden", (
+            "every dispatch and combine waits for the work before it and holds up the work after it; "
+            "attention and matmul kernels run one after the other, each at its roofline")
+    extra_matmul = (imbalance - 1) * t_routed
     steps = [
         ("roofline", point.t_step,
          f"Chapter 1's bound for {gpus} {chip.name}s: weights sharded evenly, no communication"),
-        ("attention data parallel", max(t_compute, t_weights_dp + t_kv),
+        ("attention data parallel", step(1),
          f"each GPU reads its own copy of attention, shared expert and dense layers beside its "
          f"{place.experts_per_chip} routed experts, not 1/{gpus} of all weights"),
-        (comm_name, step(t_comm), comm_why),
-        ("load imbalance", step(imbalance * t_comm, t_compute + (imbalance - 1) * t_routed),
-         "the GPU that receives the most routed tokens sets the end of every all-to-all and "
-         "expert matmul (uniform routing over the redundant copies)"),
+        (f"{m_} micro-batches", step(m_), "each micro-batch reads the weights again"),
+        (comm_name, step(m_, t_comm), comm_why),
+        ("load imbalance", step(m_, imbalance * t_comm, t_matmul + extra_matmul),
+         "the GPU that receives the most routed tokens of a micro-batch sets the end of its all-to-all "
+         "and expert matmuls (uniform routing over the redundant copies)"),
     ]
     terms, previous = [], steps[0][1]
     for term_name, t, why in steps:
         terms.append(Term(term_name, t, t / previous, why))
         previous = t
+    balance = [layout_balance_batch(chip, model, gpus, context, op.dtype, op.decode_redundant_experts, reads,
+                                    attention_dtype=op.attention_dtype) for reads in (m_, 1)]
     return Comparison(op, overlap, speed, batch_per_gpu, context, point, place.weight_bytes, t_comm,
-                      imbalance, tuple(terms))
+                      model.n_moe_layers * layer.communication, ep, imbalance, *balance, place.max_batch / gpus,
+                      tuple(terms))
 
 
 def bounds(name: str = DEEPSEEK, user_tokens_per_second=None) -> tuple[Comparison, Comparison]:
-    """(overlapped, not overlapped): the optimistic and the pessimistic reconciliation."""
+    """(all-to-all hidden, not hidden): the two ends of the bracket."""
     return (compare(name, True, user_tokens_per_second), compare(name, False, user_tokens_per_second))
 
 
@@ -214,6 +332,13 @@ def cache_hit_share(name: str = DEEPSEEK) -> float:
 def fleet_output_tokens_per_second(name: str = DEEPSEEK) -> float:
     """The whole fleet's output, averaged over the published day."""
     return operators.get(name).output_tokens / SECONDS_PER_DAY
+
+
+def fleet_tokens_per_second(name: str = DEEPSEEK) -> float:
+    """The whole fleet's input and output together, averaged over the published day: the count
+    that totals of 'tokens processed' (Google's) are made of."""
+    op = operators.get(name)
+    return (op.input_tokens + op.output_tokens) / SECONDS_PER_DAY
 
 
 def decode_unit_tokens_per_second(name: str = DEEPSEEK) -> float:

@@ -35,6 +35,11 @@ t_mem = t_weights + t_kv
 t_step = sp.Max(t_compute, t_mem)
 """Lower bound on one decode step, assuming compute and memory traffic overlap perfectly."""
 
+t_step_phases = sp.Max(t_matmul, t_weights) + sp.Max(t_attn, t_kv)
+"""The same step when the weight matmuls and attention run one after the other, each bound by its
+own resource: what kernels that do not overlap the two phases can reach. ``t_step`` assumes a
+perfect overlap (concurrent kernels, or two micro-batches taking turns); B* and L* belong to it."""
+
 cost_per_token = t_step * n_chips * p_chip / (3600 * B)
 """Dollars per generated token: the replica's rental for one step shared by its B tokens."""
 tokens_per_second = B / t_step
@@ -91,7 +96,7 @@ def _numeric(expr):
 
 numeric = {name: _numeric(expr) for name, expr in {
     "t_matmul": t_matmul, "t_attn": t_attn, "t_compute": t_compute, "t_weights": t_weights,
-    "t_weights_all": t_weights_all, "t_kv": t_kv, "t_mem": t_mem, "t_step": t_step,
+    "t_weights_all": t_weights_all, "t_kv": t_kv, "t_mem": t_mem, "t_step": t_step, "t_step_phases": t_step_phases,
     "balance_batch": balance_batch_expr}.items()}
 """Vectorised NumPy versions of the formulas: (B, L) then a replica's ``Replica.params(L)``."""
 
@@ -264,7 +269,7 @@ def _balance_batch(rep: Replica, context) -> float:
 
 
 def balance_context_for(chip, model, dtype="bf16", kv_bytes_per_element=2) -> float:
-    """L* = 2 N_act / (r b_kv) in tokens."""
+    """L* = 2 N_act / (r b_kv - f_att F/F_att) in tokens; ``inf`` when there is none."""
     return replica(chip, model, dtype, 1, kv_bytes_per_element).balance_context()
 
 
@@ -326,9 +331,9 @@ class DecodePoint:
 
 
 def decode_point(chip, model, batch, context, dtype="bf16", chips=1, usd_per_chip_hour=USD_PER_CHIP_HOUR,
-                 kv_bytes_per_element=2, headroom=HEADROOM) -> DecodePoint:
+                 kv_bytes_per_element=2, headroom=HEADROOM, attention_dtype=None) -> DecodePoint:
     """Everything the Chapter 1 widget and calculator show for one (batch, context)."""
-    rep = replica(chip, model, dtype, chips, kv_bytes_per_element)
+    rep = replica(chip, model, dtype, chips, kv_bytes_per_element, attention_dtype)
     _workload(batch, context, headroom)
     positive("usd_per_chip_hour", usd_per_chip_hour)
     rep.check_fit(batch, context, headroom)

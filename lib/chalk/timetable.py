@@ -31,6 +31,26 @@ iteration-level scheduler does (Orca, Yu et al. 2022):
 Nothing above fixes the pass length, so the closed form holds only where its assumptions do: a
 weight-bound pass, a short prompt, free seats. The tests and Chapter 1 show where each fails.
 
+**Offered load.** Whether a run can reach a steady state at all is fixed before it starts, by two
+ratios (``offered_load``). The FLOPs the requests bring, λ times one request's matmuls and
+attention at peak, over the chips' peak: at 1 or more no schedule keeps up. And the requests the
+seats can turn over: with all B seats taken a pass lasts t_full and a request holds its seat for
+n_out passes, and every un-chunked prefill stalls its pass by t_stall, so the replica serves at
+most B / (n_out t_full + B t_stall) requests per second; past that the queue for seats, and every
+wait, grows without bound, by seat_load - 1 seconds per second of traffic.
+
+**Steady state.** A run starts empty and ends draining, and both ends bias its averages: passes
+are short while the batch fills, and the last requests finish in a shrinking batch.
+``Run.steady`` keeps only the requests that arrive, and the passes that start, between the first
+arrival plus two seat lifetimes and the last arrival minus one (a lifetime: the longest any
+request holds a seat). One lifetime in, no sequence in the batch remembers the empty start; the
+second lets the pass length, which depends on the batch, settle; one lifetime before the end, the
+requests kept finish before arrivals stop. Over a stable steady window the chips' time at peak
+FLOP/s (the MFU) equals the offered FLOPs; the tests check it, and check that including the
+warm-up breaks it. A run past its seat capacity has no steady state (its waits grow for as long as
+it runs); ``Run.saturated_window`` keeps the part where every seat is taken and the queue never
+empties, over which the replica completes requests at its seat capacity.
+
 Scope: the replica does nothing but these passes (no speculative decoding, no prefix cache, no
 chunked prefill, no communication time); a sequence's output length is known to the scheduler's
 HBM reservation (a real server reserves for its ``max_tokens``, or pages and evicts); prefill
@@ -46,7 +66,7 @@ import sympy as sp
 
 from . import roofline
 from .errors import ChalkError, DoesNotFit, in_range, positive, positive_int
-from .notation import T, lam
+from .notation import B, L, T, W, b_kv, lam
 
 _u = sp.Dummy("u", nonnegative=True)
 """Arrival phase after the last departure: only a variable of integration, so not notation."""
@@ -64,6 +84,81 @@ batch_mean = lam * T
 
 CLOSED_FORM = {"wait_mean": wait_mean, "wait_worst": wait_worst,
                "ttft_mean": ttft_mean, "ttft_worst": ttft_worst}
+
+# --- offered load -------------------------------------------------------------------------------
+n_in = sp.Symbol(r"n_\text{in}", positive=True)
+"""Local to this module: prompt tokens of one request."""
+n_out = sp.Symbol(r"n_\text{out}", positive=True)
+"""Local to this module: output tokens of one request, the first of them from the prefill."""
+_j = sp.Dummy("j", positive=True, integer=True)
+"""Index of a decode step: only a variable of summation, so not notation."""
+
+request_tokens = n_in + n_out - 1
+"""Tokens one request pushes through the matmuls: its prompt, then every output token but the
+last, which is never fed back."""
+request_attended = sp.factor(n_in * (n_in + 1) / 2 + sp.summation(n_in + _j, (_j, 1, n_out - 1)))
+"""Cached tokens its new tokens attend to: causally within the prompt, then n_in + j at decode
+step j."""
+request_compute = roofline.t_compute.subs({B: request_tokens, L: request_attended / request_tokens})
+"""Seconds of the replica's peak FLOP/s that one request needs: ``roofline.t_compute`` for its
+tokens at their mean attended context."""
+offered_compute = lam * request_compute
+"""Offered FLOPs over peak: the MFU a stable replica must reach; at 1 or more no schedule keeps up."""
+
+t_full = sp.Symbol(r"t_\text{full}", positive=True)
+"""Local to this module: a decode pass with all B seats taken."""
+t_stall = sp.Symbol(r"t_\text{stall}", positive=True)
+"""Local to this module: what one un-chunked prefill adds to such a pass."""
+seat_load = lam * n_out / B * t_full + lam * t_stall
+"""Fraction of a full replica's time the arrivals need: λ n_out / B passes per second (each
+request holds a seat for n_out passes) of t_full each, plus λ prefill stalls."""
+seat_capacity = sp.solve(sp.Eq(seat_load, 1), lam)[0]
+"""Requests per second a replica with every seat taken serves: B / (n_out t_full + B t_stall)."""
+seat_turnover = seat_capacity.subs(t_stall, 0)
+"""The same with prefill free (chunked into passes' idle FLOPs): B / (n_out t_full)."""
+
+t_full_expr = roofline.t_step.subs(L, n_in + n_out / 2)
+"""t_full: the roofline step of B sequences at their mean context, n_in + n_out/2."""
+t_prompt_expr = roofline.t_compute.subs({B: n_in, L: (n_in + 1) / 2})
+"""One whole prompt's matmuls and causal attention at peak FLOP/s."""
+_prefill_pass = sp.Max(roofline.t_compute.subs(B, B - 1) + t_prompt_expr,
+                       roofline.t_weights.subs(B, B - 1 + n_in) + roofline.t_kv.subs(B, B - 1) + n_in * b_kv / W)
+t_stall_expr = (_prefill_pass - roofline.t_step).subs(L, n_in + n_out / 2)
+"""t_stall: a pass of B - 1 decoding sequences plus one whole prompt (its matmuls and causal
+attention, and its KV cache written), less t_full. About zero while the prompt hides under the
+pass's memory time (a little below: one sequence fewer reads its cache), up to the prompt's whole
+compute once the pass is compute-bound."""
+
+_ARGS = (lam, n_in, n_out, B) + roofline.ARGS[2:]
+_load_numeric = {name: sp.lambdify(_ARGS, expr, modules=[{"Max": np.maximum}, "numpy"]) for name, expr in {
+    "compute_share": offered_compute, "t_full": t_full_expr, "t_stall": t_stall_expr,
+    "t_full_compute": roofline.t_compute.subs(L, n_in + n_out / 2), "t_prompt": t_prompt_expr}.items()}
+_seat_numeric = sp.lambdify((lam, n_out, B, t_full, t_stall), (seat_capacity, seat_turnover, seat_load))
+
+
+@dataclass(frozen=True)
+class Load:
+    """What ``offered_load`` finds: the two ratios that decide whether a run is stable."""
+    rate: float
+    compute_share: float
+    """Offered FLOPs over the replica's peak."""
+    seats: int
+    """Requests whose KV cache, reserved at prompt + output tokens, fits beside the weights."""
+    t_full: float
+    """A decode pass with every seat taken, at the seats' mean context n_in + n_out/2."""
+    t_full_compute: float
+    """The compute part of t_full: what its chips would take at peak FLOP/s."""
+    t_prompt: float
+    """One whole prompt's matmuls and attention at peak FLOP/s."""
+    t_stall: float
+    """What prefilling one whole prompt adds to a full pass."""
+    seat_turnover: float
+    """Requests/s full seats release if prefill stalled nothing."""
+    seat_capacity: float
+    """Requests/s full seats release with every prompt prefilled whole in one pass."""
+    seat_load: float
+    """rate / seat_capacity: below 1 the seats keep up; above, every wait grows by seat_load - 1
+    seconds per second of traffic once they are full."""
 
 LIMITS = {"n_requests": 1_000_000, "prompt": 1_000_000, "output": 1_000_000}
 """Largest accepted sizes: the loop runs one Python iteration per pass (at most the sum of the
@@ -100,18 +195,21 @@ class Summary:
     tpot_mean: float
     """Time per output token after the first, over requests with two or more (nan if none)."""
     batch_mean: float
-    """Sequences in the replica, time-averaged over the run."""
+    """Sequences in the replica, time-averaged over the span (idle time counts as zero)."""
     batch_max: int
     compute_bound: float
     """Fraction of passes whose compute outlasts their memory traffic."""
     busy: float
-    """Fraction of the run the replica spends in passes."""
+    """Fraction of the span the replica spends in passes."""
     mfu: float
-    """Peak-FLOP time of the matmuls and attention over the run's length: the roofline's MFU."""
+    """Peak-FLOP time of the matmuls and attention over the span's length: the roofline's MFU."""
     throughput: float
-    """Requests completed per second."""
+    """Requests completed per second of the span."""
     time_in_batch_mean: float
     """Mean time from boarding to the last token."""
+    start: float
+    stop: float
+    """The span measured, seconds: requests arriving and passes starting in [start, stop)."""
 
 
 @dataclass(frozen=True)
@@ -163,34 +261,90 @@ class Run:
         return (self.finished[many] - self.first_token[many]) / (self.outputs[many] - 1)
 
     @property
-    def horizon(self) -> float:
-        """First arrival to last token."""
-        return float(self.finished.max() - self.arrivals.min())
+    def life(self) -> float:
+        """The longest any request held a seat, boarding to last token: how far back the batch at
+        any moment remembers."""
+        return float(np.max(self.finished - self.boarded))
+
+    def steady_window(self, warmup_lives: float = 2.0) -> tuple[float, float]:
+        """(start, stop) of the steady part of the run: from the first arrival plus ``warmup_lives``
+        seat lifetimes to the last arrival minus one (the module docstring says why)."""
+        in_range("warmup_lives", warmup_lives, 1, 100)
+        start = float(self.arrivals.min()) + warmup_lives * self.life
+        stop = float(self.arrivals.max()) - self.life
+        if stop <= start:
+            raise ChalkError(
+                f"n_requests: the arrivals span {self.arrivals.max() - self.arrivals.min():.3g} s, less than "
+                f"{warmup_lives + 1:g} seat lifetimes of {self.life:.3g} s, so no part of the run is steady; "
+                "simulate more requests")
+        return start, stop
 
     @property
-    def batch_mean(self) -> float:
-        """Sequences in the replica, averaged over time (idle time counts as zero)."""
-        return float(np.dot(self.pass_batch, self.pass_length) / self.horizon)
+    def pass_waiting(self) -> np.ndarray:
+        """Requests left waiting at each pass: arrived by its start and not boarded in it or before."""
+        return (np.searchsorted(self.arrivals, self.pass_start, side="right")
+                - np.searchsorted(np.sort(self.boarded), self.pass_start, side="right"))
 
-    def summary(self) -> Summary:
-        tpot = self.tpot
-        prefill_pass = self.first_token - self.boarded
+    def saturated_window(self) -> tuple[float, float]:
+        """(start, stop) of an overloaded run's saturated part, for runs offered more requests than
+        their seats turn over (``Load.seat_load`` > 1), which have no steady state: from one seat
+        lifetime after the first request found every seat taken (by then the seats hold only
+        sequences that boarded from the queue) to the last arrival. Raises if the queue for seats
+        empties in between: the run was not overloaded."""
+        waited = self.boarded > self.departures
+        if not waited.any():
+            raise ChalkError("seats: no request waited for a seat, so the seats never filled; for a run "
+                             "below its seat capacity use steady()")
+        start, stop = float(self.departures[waited].min()) + self.life, float(self.arrivals.max())
+        if stop <= start:
+            raise ChalkError(f"n_requests: the seats filled at {start - self.life:.3g} s and arrivals stop at "
+                             f"{stop:.3g} s, within one seat lifetime ({self.life:.3g} s); simulate more requests")
+        inside = (self.pass_start >= start) & (self.pass_start < stop)
+        if np.any(self.pass_waiting[inside] == 0):
+            empty = self.pass_start[inside][np.argmin(self.pass_waiting[inside])]
+            raise ChalkError(f"seats: the queue for seats emptied at {empty:.4g} s, so the run is not saturated; "
+                             "use steady()")
+        return start, stop
+
+    def steady(self, warmup_lives: float = 2.0) -> Summary:
+        """``summary`` over ``steady_window``: warm-up and drain left out."""
+        return self.summary(*self.steady_window(warmup_lives))
+
+    def summary(self, start: float | None = None, stop: float | None = None) -> Summary:
+        """The run in numbers: by default all of it, first arrival to last token.
+
+        With ``start`` and ``stop`` (seconds), only the requests that arrive in [start, stop) and
+        the passes that start in it; time averages (batch, busy, MFU, throughput) are over the
+        span, a pass that straddles an edge counting for its part inside."""
+        t0 = float(self.arrivals.min()) if start is None else float(start)
+        t1 = float(self.finished.max()) if stop is None else float(stop)
+        if not t1 > t0:
+            raise ChalkError(f"stop must be after start, got start {t0!r}, stop {t1!r}")
+        req = (self.arrivals >= t0) & (self.arrivals < t1)
+        runs = (self.pass_start >= t0) & (self.pass_start < t1)
+        if not req.any() or not runs.any():
+            raise ChalkError(f"start, stop: no request arrives and no pass starts in [{t0:.4g}, {t1:.4g}) s")
+        span = t1 - t0
+        inside = np.clip(np.minimum(self.pass_start + self.pass_length, t1) - np.maximum(self.pass_start, t0), 0, None)
+        lengths = self.pass_length[runs]
+        waits, ttft = self.waits[req], self.ttft[req]
+        tpot = self.tpot[req[self.outputs > 1]]
         return Summary(
-            requests=len(self.arrivals), step_floor=self.step_floor,
-            step_mean=float(self.pass_length.mean()), step_max=float(self.pass_length.max()),
-            departure_wait_mean=float(self.departure_waits.mean()),
-            departure_wait_worst=float(self.departure_waits.max()),
-            wait_mean=float(self.waits.mean()), wait_worst=float(self.waits.max()),
-            seat_waited=float(np.mean(self.boarded > self.departures)),
-            ttft_mean=float(self.ttft.mean()), ttft_worst=float(self.ttft.max()),
-            prefill_pass_mean=float(prefill_pass.mean()),
+            requests=int(req.sum()), step_floor=self.step_floor,
+            step_mean=float(lengths.mean()), step_max=float(lengths.max()),
+            departure_wait_mean=float(self.departure_waits[req].mean()),
+            departure_wait_worst=float(self.departure_waits[req].max()),
+            wait_mean=float(waits.mean()), wait_worst=float(waits.max()),
+            seat_waited=float(np.mean(self.boarded[req] > self.departures[req])),
+            ttft_mean=float(ttft.mean()), ttft_worst=float(ttft.max()),
+            prefill_pass_mean=float((self.first_token - self.boarded)[req].mean()),
             tpot_mean=float(tpot.mean()) if len(tpot) else float("nan"),
-            batch_mean=self.batch_mean, batch_max=int(self.pass_batch.max()),
-            compute_bound=float(np.mean(self.pass_compute >= self.pass_length)),
-            busy=float(self.pass_length.sum() / self.horizon),
-            mfu=float(self.pass_compute.sum() / self.horizon),
-            throughput=len(self.arrivals) / self.horizon,
-            time_in_batch_mean=float((self.finished - self.boarded).mean()))
+            batch_mean=float(np.dot(self.pass_batch, inside) / span), batch_max=int(self.pass_batch[runs].max()),
+            compute_bound=float(np.mean(self.pass_compute[runs] >= lengths)),
+            busy=float(inside.sum() / span),
+            mfu=float(np.dot(self.pass_compute, inside / self.pass_length) / span),
+            throughput=float(np.sum((self.finished > t0) & (self.finished <= t1)) / span),
+            time_in_batch_mean=float((self.finished - self.boarded)[req].mean()), start=t0, stop=t1)
 
 
 def _lengths(name: str, value, n: int) -> np.ndarray:
@@ -246,10 +400,7 @@ def simulate(chip, model, dtype="bf16", chips=1, *, rate=None, arrivals=None, n_
     times = _arrival_times(rate, arrivals, n_requests, seed)
     n = len(times)
     prompts, outputs = _lengths("prompt", prompt, n), _lengths("output", output, n)
-    longest = int((prompts + outputs).max())
-    if rep.model.max_context and longest > rep.model.max_context:
-        raise ChalkError(f"prompt + output: {longest:,} tokens is beyond {rep.model.display}'s maximum "
-                         f"context of {rep.model.max_context:,} tokens")
+    _check_context(rep, int((prompts + outputs).max()))
     budget = rep.usable_hbm(headroom) - rep.weight_bytes
     if budget <= 0:
         rep.check_fit(0, 0, headroom)
@@ -261,6 +412,37 @@ def simulate(chip, model, dtype="bf16", chips=1, *, rate=None, arrivals=None, n_
             f"{reserved[worst] / 1e9:,.1f} GB of KV cache, but {rep.chips} x {rep.chip.name} keep only "
             f"{budget / 1e9:,.1f} GB beside the weights", float(reserved[worst]), float(budget))
     return _serve(rep, times, prompts, outputs, reserved, budget, seats)
+
+
+def offered_load(chip, model, dtype="bf16", chips=1, *, rate, prompt, output, headroom=roofline.HEADROOM,
+                 kv_bytes_per_element=2) -> Load:
+    """The load ``simulate`` would be offered, from the formulas above, before running anything.
+
+    Arguments as for ``simulate``, with one ``prompt`` and one ``output`` length for all requests.
+    Scope: as ``simulate``'s; a sliding-window model's per-token KV bytes and attention FLOPs are
+    taken at the mean context n_in + n_out/2."""
+    rep = roofline.replica(chip, model, dtype, chips, kv_bytes_per_element)
+    positive("rate", rate)
+    in_range("headroom", headroom, 0, 0.99)
+    prompt, output = (in_range(name, positive_int(name, value), 1, LIMITS[name])
+                      for name, value in (("prompt", prompt), ("output", output)))
+    _check_context(rep, prompt + output)
+    seats = rep.max_batch(prompt + output, headroom)
+    if seats < 1:
+        raise DoesNotFit(f"prompt + output: one request of {prompt + output:,} tokens does not fit beside the "
+                         f"weights of {rep.model.display} on {rep.chips} x {rep.chip.name}",
+                         float(rep.kv_bytes(1, prompt + output)), rep.usable_hbm(headroom) - rep.weight_bytes)
+    params = rep.params(prompt + output / 2)
+    values = {name: float(f(rate, prompt, output, seats, *params)) for name, f in _load_numeric.items()}
+    capacity, turnover, load = _seat_numeric(rate, output, seats, values["t_full"], values["t_stall"])
+    return Load(float(rate), values["compute_share"], int(seats), values["t_full"], values["t_full_compute"],
+                values["t_prompt"], values["t_stall"], float(turnover), float(capacity), float(load))
+
+
+def _check_context(rep, longest: int) -> None:
+    if rep.model.max_context and longest > rep.model.max_context:
+        raise ChalkError(f"prompt + output: {longest:,} tokens is beyond {rep.model.display}'s maximum "
+                         f"context of {rep.model.max_context:,} tokens")
 
 
 class _Passes:
@@ -360,10 +542,11 @@ def _serve(rep, times, prompts, outputs, reserved, budget, seats) -> Run:
 
 
 def sweep(vary: str, values, **kwargs) -> list[Summary]:
-    """``simulate(**kwargs)`` once per value of the argument ``vary``, summarised.
+    """``simulate(**kwargs)`` once per value of the argument ``vary``, summarised over each run's
+    steady window (``Run.steady``).
 
     With the default ``seed`` every run sees the same arrival pattern (stretched in time when
     ``vary`` is ``"rate"``), so differences between runs come from the varied argument."""
     if vary in kwargs:
         raise ChalkError(f"vary: {vary!r} is also given as a fixed argument")
-    return [simulate(**kwargs, **{vary: value}).summary() for value in values]
+    return [simulate(**kwargs, **{vary: value}).steady() for value in values]

@@ -2,7 +2,8 @@
 
 Each kind lives in one TOML file under ``data/`` (every entry with its source URL and as-of date)
 and one loader module here that validates it into frozen dataclasses: ``hardware``, ``systems``,
-``models``, ``prices``, ``quoted``; ``reference`` renders them as the book's tables. This module
+``models``, ``prices``, ``quoted``, ``operators`` (operators' published serving figures);
+``reference`` renders them as the book's tables. This module
 holds the checks every loader shares.
 """
 import datetime

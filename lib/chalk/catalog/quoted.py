@@ -18,5 +18,8 @@ CLARK2022 = MappingProxyType(_TABLE["clark2022-routed"])
 """Clark et al. (2022): a routed model of ``experts`` experts with ``active_params`` per token
 matched a dense model of ``dense_params``."""
 
+FLASHMLA = MappingProxyType(_TABLE["flashmla-h800"])
+"""FlashMLA's write-up: the H800's sustained BF16 rate under clock throttling."""
+
 USD_PER_CHIP_HOUR = float(LECTURE["usd_per_chip_hour"])
 """The default rental rate wherever a price per token is shown: the lecture's."""

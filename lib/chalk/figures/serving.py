@@ -1,7 +1,8 @@
 """Chapter 1's serving-loop figures: the train timetable's closed form against ``timetable.simulate``.
 
 Every curve is drawn from a simulated run's own records; the closed form is drawn from
-``timetable.closed_form`` at the replica's fastest pass, the T it would assume.
+``timetable.closed_form`` at the replica's fastest pass, the T it would assume, and the offered
+load from ``timetable.offered_load``.
 """
 import numpy as np
 
@@ -12,14 +13,16 @@ from .plotting import COLORS
 MS = 1e3
 
 
-def closed_form_figure(run: timetable.Run):
-    """Waits for the next departure and times to first token of one run, as densities, against the
-    closed form's uniform laws on (0, T] and (T, 2T]."""
+def closed_form_figure(run: timetable.Run, start: float = -np.inf, stop: float = np.inf):
+    """Waits for the next departure and times to first token of the requests arriving in
+    [start, stop) (all of them by default), as densities, against the closed form's uniform laws
+    on (0, T] and (T, 2T]."""
     interval = run.step_floor
     expected = timetable.closed_form(interval)
+    kept = (run.arrivals >= start) & (run.arrivals < stop)
     fig, axes = new_figure(7.2, 2.6, ncols=2)
-    panels = [(run.departure_waits, (0, interval), "wait_mean", "wait for the next departure (ms)"),
-              (run.ttft, (interval, 2 * interval), "ttft_mean", "time to first token (ms)")]
+    panels = [(run.departure_waits[kept], (0, interval), "wait_mean", "wait for the next departure (ms)"),
+              (run.ttft[kept], (interval, 2 * interval), "ttft_mean", "time to first token (ms)")]
     with style():
         for ax, (values, (low, high), key, label) in zip(axes, panels):
             ax.hist(MS * values, bins=40, density=True, color=COLORS["t_compute"], alpha=0.75,
@@ -35,13 +38,16 @@ def closed_form_figure(run: timetable.Run):
     return fig
 
 
-def where_it_breaks_figure(rates, by_rate, prompts, by_prompt, crowded: timetable.Run):
+def where_it_breaks_figure(loads, by_rate, prompts, by_prompt, crowded: timetable.Run, crowded_load: timetable.Load):
     """The closed form's three assumptions failing, one panel each.
 
-    (a) ``by_rate``: summaries at each offered load in ``rates``; (b) ``by_prompt``: at each prompt
-    length in ``prompts``; (c) ``crowded``: a run whose HBM seats fill, drawn over time."""
+    (a) ``by_rate``: steady summaries at the offered loads ``loads`` (``timetable.Load``, one per
+    rate); (b) ``by_prompt``: at each prompt length in ``prompts``; (c) ``crowded``: a run offered
+    more requests than its seats turn over (``crowded_load``), drawn over time, with its saturated
+    window shaded and the queue's growth the formulas predict there."""
     floor = by_rate[0].step_floor
-    fig, axes = new_figure(9.6, 2.9, ncols=3)
+    rates = [load.rate for load in loads]
+    fig, axes = new_figure(9.6, 3.0, ncols=3)
     ax_a, ax_b, ax_c = axes
     with style():
         ax_a.plot(rates, [MS * s.step_mean for s in by_rate], "o-", color=COLORS["t_mem"], label="mean step")
@@ -49,7 +55,8 @@ def where_it_breaks_figure(rates, by_rate, prompts, by_prompt, crowded: timetabl
                   label="mean wait")
         ax_a.axhline(MS * floor, color="black", ls="--", lw=1, label="closed form: $T$, $T/2$")
         ax_a.axhline(MS * floor / 2, color="black", ls="--", lw=1)
-        ax_a.set_xlabel("arrivals (requests/s)")
+        ax_a.set_xticks(rates, [f"{r:g}\n{100 * load.compute_share:.0f}%" for r, load in zip(rates, loads)])
+        ax_a.set_xlabel("requests/s (offered FLOPs, % of peak)")
         ax_a.set_ylabel("ms")
         ax_a.set_title("(a) load: the step grows", loc="left")
         ax_a.legend(frameon=False)
@@ -68,17 +75,20 @@ def where_it_breaks_figure(rates, by_rate, prompts, by_prompt, crowded: timetabl
         ax_b.set_title("(b) long prompts: prefill dominates", loc="left")
         ax_b.legend(frameon=False)
 
-        starts = crowded.pass_start
-        waiting = (np.searchsorted(np.sort(crowded.arrivals), starts, side="right")
-                   - np.searchsorted(np.sort(crowded.boarded), starts, side="right"))
-        ax_c.plot(starts, crowded.pass_batch, color=COLORS["t_kv"], lw=1, label="sequences in the batch")
-        ax_c.plot(starts, waiting, color=COLORS["point"], lw=1, label="requests waiting")
-        seats = crowded.kv_budget // crowded.reserved.max()
-        ax_c.axhline(seats, color="black", ls="--", lw=1, label="seats HBM holds")
-        ax_c.set_ylim(0, 1.45 * seats)
+        starts, waiting = crowded.pass_start, crowded.pass_waiting
+        start, stop = crowded.saturated_window()
+        ax_c.axvspan(start, stop, color="0.92", lw=0, label="measured (seats full)")
+        ax_c.plot(starts, crowded.pass_batch, color=COLORS["t_kv"], lw=1, label="in the batch")
+        ax_c.plot(starts, waiting, color=COLORS["point"], lw=1, label="waiting for a seat")
+        # Arrivals minus the seats' capacity: the queue's growth the formulas predict once seats are full.
+        first = np.interp(start, starts, waiting)
+        ax_c.plot([start, stop], [first, first + (crowded_load.rate - crowded_load.seat_capacity) * (stop - start)],
+                  color="black", ls=":", lw=1.4, label="arrivals $-$ capacity")
+        ax_c.axhline(crowded_load.seats, color="black", ls="--", lw=1, label="seats")
+        ax_c.set_ylim(0, 2.3 * crowded_load.seats)
         ax_c.set_xlabel("time (s)")
         ax_c.set_ylabel("requests")
         ax_c.set_title("(c) seats full: requests queue", loc="left")
-        ax_c.legend(frameon=False, loc="upper left")
-    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.17, top=0.9, wspace=0.28)
+        ax_c.legend(frameon=False, loc="upper left", fontsize="small")
+    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.2, top=0.9, wspace=0.28)
     return fig
