@@ -137,12 +137,59 @@ def _output_input() -> str:
 
 
 def _flash_disk() -> str:
-    drives = [t for t in tiers.catalog_tiers().values() if t.name.startswith(("ssd", "hdd"))]
+    from .. import pricing
+    drives = [t for t in tiers.catalog_tiers().values() if t.system is None]
     listed = "; ".join(f"{t.display}: {t.drain_time / 3600:.1f} h" for t in drives)
-    holds = " and ".join(f"{s / 3600:g}-hour" if s >= 3600 else f"{s / 60:g}-minute" for s in CACHE_HOLDS.values())
-    return (f"Drain times $C/W$ of today's high-capacity drives, from the catalog: {listed}. Both are far "
-            f"longer than the lecture's, which changes its \"flash and disk\" reading of the {holds} "
-            "cache tiers.")
+    host = "hgx-h100"
+    picks = "; ".join(f"held {s / 60:g} minutes, {pricing.cheapest_tier(s, host).display}"
+                      for s in CACHE_HOLDS.values())
+    return (f"Drain times $C/W$ of today's high-capacity flash and disks, from the catalog: {listed}; the "
+            "lecture has about a minute for flash and an hour for a disk. Matching drain time to hold time "
+            "is also only a rule of thumb: holding a cache for $T$ and reading it back once costs "
+            "$p_\\text{hold}(T + C/W)$, and the cheapest tier for an 8-GPU H100 server with its host "
+            f"memory, at {LECTURE['usd_per_chip_hour']:g} dollars per GPU-hour and drives bought outright, "
+            f"is: {picks}.")
+
+
+def _sparse_attention() -> str:
+    from .. import pricing
+    q = pricing.sparse_attention_config()
+    model, long = models.get("deepseek-v3"), 131072
+    dense, sparse = (pricing.decode_attention_work(model, long, s) for s in (False, True))
+    exponents = {L: pricing.growth_exponent(model, L, True) for L in (8192, long)}
+    return (f"DeepSeek's sparse attention (DeepSeek-V3.2) scores every cached token with a small FP8 "
+            f"indexer ({q['index_heads']:.0f} heads of {q['index_head_dim']:.0f}) and runs MLA on the top "
+            f"{q['index_top_k']:,.0f} tokens only. With {model.display}'s shapes, a new token at "
+            f"{long:,} tokens of context reads {dense.kv_bytes / sparse.kv_bytes:.1f}× fewer KV bytes than full "
+            "MLA, but the indexer still touches every cached token: doubling the context multiplies the "
+            f"reads by $2^{{{exponents[8192]:.2f}}}$ from {8192:,} tokens and by $2^{{{exponents[long]:.2f}}}$ "
+            f"from {long:,}. The term is a constant plus a linear one with a smaller slope, tending to "
+            "$L$, not $\\sqrt{L}$ (exponent 0.5), which it resembles only in passing.")
+
+
+def _quadratic_attention() -> str:
+    from .. import pricing
+    cases = [("llama-3-70b", "H100-SXM"), ("deepseek-v3", "H800"), ("jamba-v0.1", "H100-SXM")]
+    listed = "; ".join(f"{models.get(m).display} ({models.get(m).attention_kind}) "
+                       f"{pricing.attention_crossover_context(m, chip, 'fp8') / 1e3:.3g} k"
+                       for m, chip in cases)
+    return ("Per new token, attention does $f_\\text{att}$ FLOPs per cached token against $2N_\\text{act}$ "
+            "for the weights, so the two take equal time at $L = 2N_\\text{act}F_\\text{att}/"
+            "(f_\\text{att}F)$: with FP8 matmuls and BF16 attention, " + listed + " tokens. That is far "
+            "short of millions for a model whose every layer attends globally, and shortest for MLA as "
+            "serving kernels run it; only few global layers push it out. Prices need no quadratic term "
+            "because a sequence's quadratic total is, per token, linear in $L$: it steepens the slope "
+            "of cost against context that the long-context step already charges for.")
+
+
+def _transcript_slips() -> str:
+    ratios = [p.output_to_input for p in prices.catalog_prices().values()]
+    gemini = prices.get("google/gemini-3.1-pro-preview")
+    return ("\"A hundred trillion parameters\" means tokens. The first \"50%\" for output prices is corrected in "
+            f"the lecture itself to several times input; the catalog's list prices put output at {min(ratios):.1f}× "
+            f"to {max(ratios):.1f}× input (\"50% more\" is the long-context output step). The price list whose step "
+            f"the lecture reads is {gemini.model}'s (as of {gemini.as_of}), which some auto-caption summaries "
+            "call \"Gemini 1.5\".")
 
 
 def _scale_up_out() -> str:
@@ -215,6 +262,20 @@ def _slow_mode() -> str:
             "full utilisation; a provider's cost is set by how busy its chips are over a day. Work that may wait "
             "hours fills the troughs of demand and lets the scheduler run every replica at its best batch, so it "
             "is cheaper to serve even though no single step is.")
+
+
+def _gemini_scale() -> str:
+    from .. import operator
+    replica = LECTURE["replica_tokens_per_second"]
+    gemini = replica * LECTURE["gemini_over_replica"]
+    out, total = operator.fleet_output_tokens_per_second(), operator.fleet_tokens_per_second()
+    input_per_output = (total - out) / out
+    return (f"The replica's {replica:,.0f} tokens/s are output tokens; Google's published totals count "
+            f"tokens processed, prompts included. DeepSeek's day shows the mix: {input_per_output:.1f} input "
+            f"tokens per output token ({total / 1e6:.1f} M tokens/s in all, {out / 1e6:.1f} M of them output). "
+            f"Compared like with like, one replica is about 1/{gemini / replica / (1 + input_per_output):,.0f} "
+            "of Gemini's output, not 1/1,000: the argument (only huge services batch well) survives, the "
+            "factor does not.")
 
 
 def _speculative() -> str:
@@ -303,10 +364,40 @@ def _hop_latency() -> str:
             f"InfiniBand, payload included ([DeepSeek-AI, 2025]({_REFERENCES})). A stage boundary carries "
             f"$B\\,d_\\text{{model}}\\,b_\\text{{act}}$ bytes: for {mdl.display} at its balance batch of {batch:,} "
             f"sequences, {payload / 1e6:.0f} MB, which the {rack.count} network links of a {rack.display.split(' (')[0]} "
-            f"rack send in {1e6 * spread:.0f} µs. {stages} stages then add {1e3 * low:.2f} to {1e3 * high:.2f} ms "
-            f"per token, not {lecture['added_ms']:.0f} ms; only a micro-batch squeezed through a single "
+            f"rack send in {1e6 * spread:.0f} µs. Over {stages} stages the hops then add {1e3 * low:.2f} to "
+            f"{1e3 * high:.2f} ms per token, not {lecture['added_ms']:.0f} ms; only a micro-batch squeezed through a single "
             f"{rack.chip.scale_out_bandwidth / 1e9:.0f} GB/s link ({1e3 * squeezed:.1f} ms over {stages} hops) comes near "
             "the lecture's figure.")
+
+
+def _kv_after_two_stages() -> str:
+    from .. import memory
+    cases = (("deepseek-v3", "GB200", "fp8"), ("llama-3.1-405b", "H100-SXM", "bf16"))
+    short, long_ = 4096, 32768
+    parts = []
+    for name, chip, dtype in cases:
+        batch = round(roofline.balance_batch(chip, name, dtype))
+        parts.append(f"{memory.crossover_stages(name, batch, short, dtype):.2f} for {models.get(name).display} in "
+                     f"{dtype.upper()} ({batch:,} sequences, the balance batch on {chip})")
+    worst = max(memory.crossover_stages(name, round(roofline.balance_batch(chip, name, dtype)), long_, dtype)
+                for name, chip, dtype in cases)
+    return ("The direction is right and the figure cautious. The cache outweighs the weights past "
+            "$P^\\star = N_\\text{tot} b_w/(B L b_\\text{kv})$ stages, which depends on the model, the micro-batch "
+            f"and the context. At {short:,} tokens and a micro-batch that amortises the weights, $P^\\star$ is "
+            + " and ".join(parts) + f"; at {long_:,} tokens it is at most {worst:.2f} for both. Below 1, the cache "
+            "is the larger part even without pipelining.")
+
+
+def _memory_capex() -> str:
+    from ..catalog import memory_data
+    early, late = (memory_data.COST_SHARES[n] for n in ("epoch-hbm-share-2024q1", "epoch-hbm-share-2025q4"))
+    low, high = late.hbm_range
+    return (f"A reported figure, not a published one. What is published is Epoch AI's estimate that HBM was "
+            f"{early.shares['hbm']:.0%} of the component spending on AI accelerators in {early.period} and "
+            f"{late.shares['hbm']:.0%} in {late.period} (90% interval {low:.0%} to {high:.0%}; "
+            f"[Somala, 2026]({_REFERENCES})). That is a share of the chips' bill of materials: not of their price, "
+            "which carries the designer's margin, nor of a data centre's capital, which also buys buildings, power "
+            "and networks.")
 
 
 # Chapter 5's statements import chalk.scaling when called: it solves its SymPy model at import
@@ -368,9 +459,7 @@ REGISTRY: tuple[Correction, ...] = (
     Correction("drain-not-floor", "01_batching", "The step time of the lecture is a drain time, not the latency floor",
                f"A decode step takes about {LECTURE['step_ms']:.0f} ms, on every generation.", _drain_not_floor),
     Correction("sparse-attention", "06_long_context_pricing", "Sparse attention as $\\sqrt{L}$",
-               "DeepSeek's sparse attention makes the KV term grow as about $\\sqrt{L}$.",
-               to_come="The speaker's characterization; the chapter checks it against the paper's "
-                       "mechanism before using it."),
+               "DeepSeek's sparse attention makes the KV term grow as about $\\sqrt{L}$.", _sparse_attention),
     Correction("equal-cost", "05_overtraining", "The equal-cost heuristic",
                "A sum of a falling and a rising cost is smallest where the two costs are equal.", _equal_cost),
     Correction("rl-coefficients", "05_overtraining", "The RL cost coefficients",
@@ -386,8 +475,7 @@ REGISTRY: tuple[Correction, ...] = (
                "Flash drains in about a minute and a disk in about an hour.", _flash_disk),
     Correction("quadratic-attention", "06_long_context_pricing", "Quadratic attention \"negligible until millions\"",
                "The quadratic attention term does not matter until contexts of millions of tokens.",
-               to_come="True only when few layers attend globally; the chapter computes where the attention "
-                       "FLOPs catch up with the matmuls."),
+               _quadratic_attention),
     Correction("speculative-decoding", "01_batching", "Speculative decoding is announced, never analysed",
                "Speculative decoding and multi-token prediction are the second lever behind fast mode.",
                _speculative),
@@ -400,9 +488,17 @@ REGISTRY: tuple[Correction, ...] = (
     Correction("slow-mode", "01_batching", "\"Slow mode cannot be much cheaper\"",
                "Past the balance batch the cost per token is flat, so a slow mode cannot be much cheaper.",
                _slow_mode),
+    Correction("gemini-scale", "01_batching", "One replica is \"1/1000 of Gemini\"",
+               "A replica serves about 2,000 x 64 = 128,000 tokens/s, about a thousandth of what Gemini "
+               "serves.", _gemini_scale),
     Correction("hop-latency", "04_memory_capacity", "Latency of a rack-to-rack hop",
                "A hop between racks costs a few milliseconds, \"maybe an order of magnitude off\".",
                _hop_latency),
+    Correction("kv-after-two-stages", "04_memory_capacity", "The cache overtakes the weights before $P \\approx 2$",
+               "After a little pipelining, even $P = 2$, the KV cache dominates the memory of every GPU.",
+               _kv_after_two_stages),
+    Correction("memory-capex-share", "04_memory_capacity", "\"Half of capex on memory\"",
+               "Hyperscalers spend about 50% of their capital expenditure on memory.", _memory_capex),
     Correction("scale-up-out", "02_moe_racks", "Scale-up against scale-out bandwidth",
                "Scale-out is about eight times slower than scale-up.", _scale_up_out),
     Correction("nvl-counts-dies", "02_moe_racks", "Rubin's \"500-something\" GPUs",
@@ -416,9 +512,7 @@ REGISTRY: tuple[Correction, ...] = (
                _batch_not_neutral),
     Correction("transcript-slips", "06_long_context_pricing", "Small slips in the transcript",
                "\"A hundred trillion parameters\"; output costing \"50%\" more than input; \"Gemini 1.5\".",
-               to_come="The first means tokens; the second is corrected in the lecture itself to several "
-                       "times; the model is the current Gemini Pro of the price list, which some auto-caption "
-                       "summaries misname. The chapters quote the corrected forms."),
+               _transcript_slips),
     Correction("random-net-cipher", "07_ciphers_revnets", "A random network as a cipher",
                "A randomly initialised network might already be a passable cipher.", _random_net_cipher),
     Correction("revnet-stores-none", "07_ciphers_revnets", "\"A RevNet stores almost no activations\"",
