@@ -33,10 +33,17 @@ endif
 student: $(STAMP)
 	$(BIN)/python -m chalk.teaching.edition --out _build/student
 
-# make grade SUBMISSIONS=<folder> [TIMEOUT=<seconds per notebook>]
+# make grade SUBMISSIONS=<folder> [OUT=<new folder>] [ROSTER=<csv>] [TIMEOUT=<seconds per notebook>]
+# make grade MANUAL=<batch>/manual.csv [OUT=<new folder>]: merge hand-given points into that batch
+# Each run writes a new folder (default _build/grades/<date_time>); earlier grades are never overwritten.
 grade: $(STAMP)
-	@test -n "$(SUBMISSIONS)" || { echo "make grade: set SUBMISSIONS=<folder of collected notebooks>" >&2; exit 2; }
-	$(BIN)/python -m chalk.teaching.grading "$(SUBMISSIONS)" --out _build/grades $(if $(TIMEOUT),--timeout $(TIMEOUT))
+ifneq ($(MANUAL),)
+	$(BIN)/python -m chalk.teaching.grading --merge "$(MANUAL)" $(if $(OUT),--out "$(OUT)")
+else
+	@test -n "$(SUBMISSIONS)" || { echo "make grade: set SUBMISSIONS=<folder of collected notebooks> (or MANUAL=<batch>/manual.csv)" >&2; exit 2; }
+	$(BIN)/python -m chalk.teaching.grading "$(SUBMISSIONS)" $(if $(OUT),--out "$(OUT)") \
+	  $(if $(ROSTER),--roster "$(ROSTER)") $(if $(TIMEOUT),--timeout $(TIMEOUT))
+endif
 
 deck: $(STAMP)
 	$(BIN)/python -m chalk.teaching.decks --out _build/decks
@@ -57,6 +64,8 @@ lab: $(STAMP)
 	$(BIN)/jupyter labextension enable jupyterlab-myst
 	$(BIN)/jupyter lab notebooks
 
+# Grades are kept: the points given by hand in a batch exist nowhere else.
 clean:
-	rm -rf _build .pytest_cache .hypothesis
+	if [ -d _build ]; then find _build -mindepth 1 -maxdepth 1 ! -name grades -exec rm -rf {} +; fi
+	rm -rf .pytest_cache .hypothesis
 	find . -name __pycache__ -not -path './$(VENV)/*' -prune -exec rm -rf {} +

@@ -47,7 +47,6 @@ def test_chapter_one_boxes_are_computed_not_pending():
 
 def test_pending_entries_say_so_and_invent_no_number():
     pending = [c for c in corrections.REGISTRY if c.pending]
-    assert pending, "the chapters to come have entries"
     for c in pending:
         text = c.corrected()
         assert text.startswith("*Chapter to come.*"), c.id
@@ -104,7 +103,6 @@ def test_page_has_every_entry_and_links_written_chapters_to_their_section():
         assert f'<dt id="{c.id}">' in page
     link = f'href="../notebooks/01_batching.html#{corrections.SECTION}"'
     assert page.count(link) == len(corrections.for_chapter("01_batching"))
-    assert "(to come)" in page
 
 
 def test_the_section_the_page_links_to_exists_in_chapter_one():

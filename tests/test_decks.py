@@ -88,11 +88,21 @@ def test_ids_survive_an_edit_so_reimports_update(tmp_path, monkeypatch):
     assert {m for (m,) in db_a.execute("select mod from notes")} == {2000000000}
 
 
-def test_tsv_has_one_line_per_card_front_tab_back(built):
+def test_tsv_has_one_line_per_card_front_tab_back_in_the_packages_html(built, tmp_path):
     lines = (built[0] / "chalk_cards.tsv").read_text().splitlines()
     assert len(lines) == len(CARDS)
     assert all(line.count("\t") == 1 for line in lines)
-    assert lines[0].split("\t")[0] == " ".join(CARDS[0].front.split())
+    db, _ = collection(built[0] / "chalk.apkg", tmp_path)
+    anki = {guid: flds.split("\x1f") for guid, flds in db.execute("select guid, flds from notes")}
+    for card, line in zip(CARDS, lines):
+        front, back = line.split("\t")
+        anki_front, anki_back = anki[decks.note(card).guid]
+        assert front == " ".join(anki_front.split())  # the same HTML as the Anki package
+        assert back.startswith(" ".join(anki_back.split("<img")[0].split()))
+    bold = [c for c in CARDS if "**" in c.front + c.back]
+    assert bold, "the course has cards with bold text to convert"
+    text = "\n".join(lines)
+    assert "**" not in text and "<strong>" in text and "\\(" in text and "$" not in text.replace("\\$", "")
 
 
 def test_stable_id_is_in_ankis_range_and_depends_on_the_name():

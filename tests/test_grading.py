@@ -1,28 +1,47 @@
-"""The grader, end to end, on submissions made here from the instructor's problem set.
+"""The grader, end to end, on submissions made here from the instructor's problem set, as the
+students of a class would hand them in: a correct one, a half-correct one, one with every typical
+mistake, a blank one, a renamed-and-reordered one, a JupyterLab save with outputs, one whose kernel
+dies, and two cheaters (one importing key material, one searching the check for the answers).
 
-Each submission's expected status and score follow from how it was built (which answers were
-kept, broken, deleted or forged), never from the grader's own output. Kernels are few: six in
+Each submission's expected status and points follow from how it was built (which answers were
+kept, broken, deleted or forged), never from the grader's own output. Kernels are few: nine in
 the main batch, two cheap ones (no chalk import) in the batch with a short time limit.
 """
 import csv
 import hashlib
 import json
+import math
 
 import nbformat
 import pytest
+from nbclient import NotebookClient
 
 import chalk.teaching.exercises
-from chalk.teaching import grading
+from chalk.errors import ChalkError
+from chalk.teaching import grading, leaks
 from chalk.teaching.edition import student_problem_set
-from chalk.teaching.exercises import problem_set
-from chalk.teaching.problems import ch01_batching
+from chalk.teaching.exercises import RIGHT, UNANSWERED, WRONG, problem_set
+from chalk.teaching.gradebook import assignment_name
+from chalk.teaching.student import titles
 from conftest import ROOT
 
 CHAPTER = "01_batching"
 SOURCE = ROOT / "exercises" / f"{CHAPTER}.ipynb"
 EXERCISES = problem_set(CHAPTER)
-N = len(EXERCISES)
-KEY_FILE = ROOT / "lib" / "chalk" / "teaching" / "problems" / "ch01_batching.py"
+IDS = list(EXERCISES)
+N = len(IDS)
+POINTS = {i: ex.points for i, ex in EXERCISES.items()}
+TOTAL = sum(POINTS.values())
+KEY_FILE = ROOT / "lib" / "chalk" / "teaching" / "problems" / f"ch{CHAPTER}.py"
+TITLES = titles(nbformat.read(SOURCE, as_version=4))
+
+
+def expected_of(ex_id):
+    return EXERCISES[ex_id].expected()
+
+
+def points_of(ids):
+    return sum(POINTS[i] for i in ids)
 
 
 def instructor():
@@ -39,93 +58,138 @@ def insert_after_imports(nb, source):
     return nb
 
 
-def expected_of(ex_id):
-    return EXERCISES[ex_id].expected()
+def answer(nb, ex_id, value):
+    """Set the answer cell of ``ex_id`` (the cell before its check) to ``value``, solution or not."""
+    i = check_index(nb, ex_id)
+    nb.cells[i - 1].source += f"\n{ex_id} = {value!r}"
+    return nb
+
+
 
 
 # --- the submissions --------------------------------------------------------------------------
-WRONG_MISTAKE, WRONG_PLAIN, DELETED = "sparsity_v3", "balance_h100", "tokens_per_s"
-"""In the partial submission: a typical mistake, an arbitrary wrong number, a deleted variable."""
+HALF = IDS[::2]
+"""The exercises bob gets wrong (arbitrary numbers); the others he keeps right."""
+REASSIGNED = IDS[1]
+"""bob sets this right answer to -1 in a scratch cell after its check, then deletes another."""
+DELETED = IDS[3]
+KEPT_BEFORE_DEATH = 3
+"""ivan's kernel dies after the check cell of his third exercise."""
 CRASH = "import a_module_that_does_not_exist\n"
 TAMPER = f"""\
 import os, chalk.teaching.exercises
 from chalk.teaching.exercises import Result, problem_set
-import chalk.teaching.problems.ch01_batching as key
-leak = "balance_h100 = %r\\n" % problem_set("01_batching")["balance_h100"].expected()
 for d in (get_ipython().profile_dir.startup_dir, os.path.expanduser("~/.ipython/profile_default/startup")):
     os.makedirs(d, exist_ok=True)
-    open(os.path.join(d, "00-leak.py"), "w").write(leak)
+    open(os.path.join(d, "00-leak.py"), "w").write("{IDS[1]} = {expected_of(IDS[1])!r}\\n")
 check = lambda exercise_id, answer: Result(exercise_id, "right", "right")
 chalk.teaching.exercises.judge = lambda ex, answer: Result(ex.id, "right", "right")
-open(key.__file__, "w").write("EXERCISES = ()\\n")
 print('<<chalk-answers-0>>' + {json.dumps(json.dumps(dict.fromkeys(EXERCISES, 1.0)))} + '<<chalk-answers-0>>')
-print("[right] sparsity_v3: right")
+print("[right] {IDS[0]}: right")
+leak = problem_set("{CHAPTER}")["{IDS[0]}"].expected()
 """
-"""Forgeries a student could try: a startup file meant for the next kernel, a fake check and
-judge, an emptied key file, printed fake answer records. The answers stay blank but one, which
-a last cell sets to the text "right"."""
+"""eve's first cheat: a startup file meant for the next kernel, a fake check and judge, printed fake
+answer records, then the expected value read from the key (which raises in the student package)."""
+TAMPER_IMPORT = f"import chalk.teaching.problems.ch{CHAPTER} as key\n{IDS[1]} = key.EXERCISES[1].expected()"
+GUESSES = math.ceil(math.log(1e6) / math.log1p(EXERCISES[IDS[0]].rel_tol)) + 1
+"""Steps of one tolerance over six decades around the answer: the search cannot step over it."""
+SEARCH = f"""\
+import numpy as np
+for guess in np.geomspace({expected_of(IDS[0]) / 1e3!r}, {expected_of(IDS[0]) * 1e3!r}, {GUESSES}):
+    if check("{IDS[0]}", float(guess)).status == "right":
+        {IDS[0]} = float(guess)
+        break
+"""
+"""fay's cheat: try values against the check until one is accepted (the oracle every self-check is)."""
 FORGE = """\
 import re
 def forge(info):
     m = re.search(r"<<chalk-answers-\\w+>>", info.raw_cell)
     if m:
-        print(m.group(0) + '{"sparsity_v3": 1}' + m.group(0))
+        print(m.group(0) + '{"sparsity": 1}' + m.group(0))
 get_ipython().events.register("pre_run_cell", forge)
 """
 """A hook that reads the extraction cell's marker and prints a forged record with it."""
+NOTE = "I think the answer is not 8 because s counts parameters, not experts."
+
+
+def jupyterlab_save(nb, folder):
+    """``nb`` as JupyterLab saves it after a run: outputs, counts, cell ids and widget state."""
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(folder)}}).execute()
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}, "version_major": 2,
+                                                                             "version_minor": 0}}
+    nb.metadata["language_info"] = {"name": "python", "version": "3.11.7"}
+    return nb
 
 
 def build_main_batch(folder):
-    """{file name: (status prefix, score)} of the notebooks written to ``folder``."""
+    """{file name: (status prefix, points)} of the notebooks written to ``folder``."""
     expected = {}
-    for who in ("alice", "bob", "carol", "dan", "eve", "frank", "gina"):
+    for who in ("alice", "bob", "carol", "dan", "eve", "fay", "frank", "gina", "hugo", "ivan"):
         (folder / who).mkdir()
-    nbformat.write(instructor(), folder / "alice" / f"{CHAPTER}.ipynb")
-    expected[f"alice/{CHAPTER}.ipynb"] = ("ok", N)
-
+    # Canvas names: alice resubmitted, so only her latest file counts.
+    nbformat.write(student_problem_set(SOURCE), folder / "alice" / f"smithalice_1001_5000_{CHAPTER}.ipynb")
     nb = instructor()
-    wrong = EXERCISES[WRONG_MISTAKE].mistakes[0].wrong_answer(expected_of(WRONG_MISTAKE))
-    nb.cells[check_index(nb, WRONG_MISTAKE) - 1].source += f"\n{WRONG_MISTAKE} = {wrong!r}"
-    nb.cells[check_index(nb, WRONG_PLAIN) - 1].source += f"\n{WRONG_PLAIN} = -1.0"
-    nb.cells.append(nbformat.v4.new_code_cell(f"del {DELETED}"))
-    nbformat.write(nb, folder / "bob" / f"{CHAPTER}.ipynb")
-    expected[f"bob/{CHAPTER}.ipynb"] = ("ok", N - 3)
+    nb.cells.insert(check_index(nb, IDS[0]) + 1, nbformat.v4.new_markdown_cell(NOTE))
+    nbformat.write(nb, folder / "alice" / f"smithalice_1001_5007_{CHAPTER}-1.ipynb")
+    expected[f"alice/smithalice_1001_5007_{CHAPTER}-1.ipynb"] = ("ok", TOTAL)
+
+    nb = instructor()  # half-correct, a right answer changed after its check, another deleted after it
+    for ex_id in HALF:
+        answer(nb, ex_id, -1.0)
+    nb.cells.append(nbformat.v4.new_code_cell(f"{REASSIGNED} = -1.0\ndel {DELETED}"))
+    nbformat.write(nb, folder / "bob" / f"jonesbob_1002_5001_{CHAPTER}.ipynb")
+    expected[f"bob/jonesbob_1002_5001_{CHAPTER}.ipynb"] = ("ok", TOTAL - points_of(HALF))
 
     nbformat.write(student_problem_set(SOURCE), folder / "carol" / f"{CHAPTER}.ipynb")
     expected[f"carol/{CHAPTER}.ipynb"] = ("ok", 0)
 
-    nb = insert_after_imports(instructor(), CRASH)
-    nb.cells.append(nbformat.v4.new_code_cell('check("balance_h200", balance_h100)'))
-    nb.cells.append(nbformat.v4.new_code_cell('check("lstar_h100", lstar_h100)'))
+    nb = insert_after_imports(student_problem_set(SOURCE), CRASH)  # every answer a typical mistake
+    for ex_id, ex in EXERCISES.items():
+        answer(nb, ex_id, ex.mistakes[0].wrong_answer(expected_of(ex_id)))
+    nb.cells.append(nbformat.v4.new_code_cell(f'check("no_such_exercise", 1.0)\ncheck("{IDS[1]}", {IDS[1]})'))
     nbformat.write(nb, folder / "dan" / f"{CHAPTER}.ipynb")
-    expected[f"dan/{CHAPTER}.ipynb"] = ("error: ModuleNotFoundError in cell", N)
+    expected[f"dan/{CHAPTER}.ipynb"] = ("error: ModuleNotFoundError in the opening cells", 0)
 
     nb = insert_after_imports(student_problem_set(SOURCE), TAMPER)
-    nb.cells.append(nbformat.v4.new_code_cell('sparsity_v3 = "right"'))
+    nb.cells.insert(check_index(nb, IDS[1]), nbformat.v4.new_code_cell(TAMPER_IMPORT))
+    nb.cells.append(nbformat.v4.new_code_cell(f'{IDS[2]} = "right"'))
     nbformat.write(nb, folder / "eve" / f"{CHAPTER}.ipynb")
-    expected[f"eve/{CHAPTER}.ipynb"] = ("ok", 0)
+    expected[f"eve/{CHAPTER}.ipynb"] = ("error: AttributeError in the opening cells", 0)
+
+    nb = student_problem_set(SOURCE)
+    nb.cells.insert(check_index(nb, IDS[0]), nbformat.v4.new_code_cell(SEARCH))
+    nbformat.write(nb, folder / "fay" / f"{CHAPTER}.ipynb")
+    expected[f"fay/{CHAPTER}.ipynb"] = ("ok", POINTS[IDS[0]])
 
     nb = instructor()  # renamed, last exercise deleted, cells shuffled: found by its checker() call
-    last = list(EXERCISES)[-1]
-    i = check_index(nb, last)
+    del nb.metadata["kernelspec"]
+    i = check_index(nb, IDS[-1])
     del nb.cells[i - 1:i + 1]
-    first_check = nb.cells.pop(check_index(nb, list(EXERCISES)[0]))
+    first_check = nb.cells.pop(check_index(nb, IDS[0]))
     markdown = [c for c in nb.cells if c.cell_type == "markdown"]
     code = [c for c in nb.cells if c.cell_type == "code"]
     nb.cells = code + [first_check] + markdown[::-1]
     nbformat.write(nb, folder / "frank" / "my homework (final).ipynb")
-    expected["frank/my homework (final).ipynb"] = ("ok", N - 1)
+    expected["frank/my homework (final).ipynb"] = ("ok", TOTAL - POINTS[IDS[-1]])
 
     (folder / "gina" / f"{CHAPTER}.ipynb").write_text('{"cells": [{"cell_type": "code", "sour')
     expected[f"gina/{CHAPTER}.ipynb"] = ("invalid: not valid JSON", 0)
-    (folder / "gina" / "answers.pdf").write_bytes(b"%PDF-1.4\n\x00\xff")
-    expected["gina/answers.pdf"] = ("invalid: not a notebook", 0)
+    (folder / "gina" / "answers.pdf").write_bytes(b"%PDF-1.4\n\x00\xff")  # listed, not graded
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
     nbformat.write(nb, folder / "gina" / "essay.ipynb")
     expected["gina/essay.ipynb"] = ("invalid: problem set unknown", 0)
     nb.metadata["chalk"] = {"problem_set": "99_nothing"}
     nbformat.write(nb, folder / "gina" / "other.ipynb")
     expected["gina/other.ipynb"] = ("invalid: no problem set '99_nothing'", 0)
+
+    nbformat.write(jupyterlab_save(instructor(), folder), folder / "hugo" / f"{CHAPTER}.ipynb")
+    expected[f"hugo/{CHAPTER}.ipynb"] = ("ok", TOTAL)
+
+    nb = instructor()
+    nb.cells.insert(check_index(nb, IDS[KEPT_BEFORE_DEATH - 1]) + 1, nbformat.v4.new_code_cell("import os\nos._exit(1)"))
+    nbformat.write(nb, folder / "ivan" / f"{CHAPTER}.ipynb")
+    expected[f"ivan/{CHAPTER}.ipynb"] = ("error: the kernel died in exercise", points_of(IDS[:KEPT_BEFORE_DEATH]))
     return expected
 
 
@@ -145,85 +209,168 @@ def main_batch(tmp_path_factory):
     folder = tmp_path_factory.mktemp("submissions")
     expected = build_main_batch(folder)
     key_before = hashlib.sha256(KEY_FILE.read_bytes()).hexdigest()
-    out = tmp_path_factory.mktemp("grades")
-    rows = grading.grade(folder, out, timeout=300, workers=2)
-    return dict(expected=expected, rows={r.file: r for r in rows}, out=out, csv=read_csv(out / "grades.csv"),
-                key_before=key_before)
+    out = tmp_path_factory.mktemp("grades") / "week1"
+    batch = grading.grade(folder, out, timeout=300, workers=2)
+    return dict(expected=expected, rows={r.file: r for r in batch.rows}, out=out, batch=batch,
+                csv=read_csv(out / "grades.csv"), roster=read_csv(out / "roster.csv"), key_before=key_before)
 
 
 @pytest.fixture(scope="module")
 def short_batch(tmp_path_factory, main_batch):
     """Run after the main batch, so a leak from it into later kernels would show here."""
     folder = tmp_path_factory.mktemp("short")
-    right = expected_of("sparsity_v3")
-    nbformat.write(tiny_notebook(f"sparsity_v3 = {right!r}", "while True: pass", "lstar_h100 = 1.0"),
+    right = expected_of(IDS[0])
+    nbformat.write(tiny_notebook(f"{IDS[0]} = {right!r}", "while True: pass", f"{IDS[1]} = 1.0"),
                    folder / "loop.ipynb")
     nbformat.write(tiny_notebook(FORGE, "x = 1"), folder / "forge.ipynb")
-    out = tmp_path_factory.mktemp("short-grades")
+    out = tmp_path_factory.mktemp("short-grades") / "batch"
     assert grading.main([str(folder), "--out", str(out), "--timeout", "10"]) == 0
     return read_csv(out / "grades.csv")
 
 
+def feedback_of(main_batch, name):
+    return (main_batch["out"] / "feedback" / f"{name}.md").read_text()
+
+
 # --- end to end -------------------------------------------------------------------------------
-def test_every_file_gets_a_row_with_the_status_and_score_its_construction_implies(main_batch):
+def test_every_notebook_gets_a_row_with_the_status_and_points_its_construction_implies(main_batch):
     table = main_batch["csv"]
     assert set(table) == set(main_batch["expected"])
-    for name, (status, score) in main_batch["expected"].items():
+    for name, (status, points) in main_batch["expected"].items():
         assert table[name]["status"].startswith(status), (name, table[name]["status"])
-        assert int(table[name]["score"]) == score, (name, table[name])
+        assert float(table[name]["score"]) == points, (name, table[name])
 
 
-def test_csv_has_one_column_per_exercise_with_each_mark(main_batch):
-    bob = main_batch["csv"][f"bob/{CHAPTER}.ipynb"]
-    assert int(bob["maximum"]) == N and bob["problem_set"] == CHAPTER
+def test_other_files_are_listed_not_scored(main_batch):
+    roster = main_batch["roster"]
+    assert roster["gina/answers.pdf"]["graded"] == "no: not a notebook"
+    earlier = f"alice/smithalice_1001_5000_{CHAPTER}.ipynb"
+    assert roster[earlier]["graded"] == f"no: superseded by alice/smithalice_1001_5007_{CHAPTER}-1.ipynb"
+    assert earlier not in main_batch["csv"] and "gina/answers.pdf" not in main_batch["csv"]
+    assert set(roster) == set(main_batch["csv"]) | {earlier, "gina/answers.pdf"}
+
+
+def test_canvas_names_give_the_student(main_batch):
+    row = main_batch["csv"][f"bob/jonesbob_1002_5001_{CHAPTER}.ipynb"]
+    assert (row["student"], row["student_id"]) == ("jonesbob", "1002")
+    assert main_batch["csv"][f"carol/{CHAPTER}.ipynb"]["student_id"] == ""
+
+
+def test_csv_has_one_column_per_exercise_with_its_points(main_batch):
+    bob = main_batch["csv"][f"bob/jonesbob_1002_5001_{CHAPTER}.ipynb"]
+    assert float(bob["maximum"]) == TOTAL and bob["problem_set"] == CHAPTER
     for ex_id in EXERCISES:
-        assert bob[ex_id] == ("0" if ex_id in (WRONG_MISTAKE, WRONG_PLAIN, DELETED) else "1"), ex_id
-    assert main_batch["csv"]["gina/answers.pdf"][list(EXERCISES)[0]] == ""
+        assert float(bob[ex_id]) == (0 if ex_id in HALF else POINTS[ex_id]), ex_id
+    assert main_batch["csv"][f"gina/{CHAPTER}.ipynb"][IDS[0]] == ""
 
 
-def test_deleted_variable_is_unanswered_and_mistakes_get_their_hint(main_batch):
-    results = main_batch["rows"][f"bob/{CHAPTER}.ipynb"].results
-    assert results[DELETED].status == "unanswered"
-    text = (main_batch["out"] / "feedback" / "bob" / f"{CHAPTER}.ipynb.md").read_text()
-    assert f"{N - 3} of {N}" in text
-    assert EXERCISES[WRONG_MISTAKE].mistakes[0].hint in text
-    assert EXERCISES[WRONG_PLAIN].hint in text
-    assert f"- {DELETED}: not answered" in text
-    passed = text.split("Passed: ")[1].split("\n")[0]
-    assert "lstar_h100" in passed and WRONG_PLAIN not in passed
+def test_the_checked_value_is_graded_and_a_later_change_noted(main_batch):
+    row = main_batch["rows"][f"bob/jonesbob_1002_5001_{CHAPTER}.ipynb"]
+    assert row.results[REASSIGNED].status == RIGHT and row.results[DELETED].status == RIGHT
+    notes = "; ".join(row.notes)
+    assert f"{REASSIGNED} was checked as" in notes and "later changed to -1" in notes
+    assert f"{DELETED} was checked as" in notes and "later changed to nothing" in notes
 
 
-def test_crash_keeps_later_answers_and_reports_unknown_and_repeated_ids(main_batch):
+def test_answers_checked_before_the_kernel_died_keep_their_result(main_batch):
+    row = main_batch["rows"][f"ivan/{CHAPTER}.ipynb"]
+    kept, lost = IDS[:KEPT_BEFORE_DEATH], IDS[KEPT_BEFORE_DEATH:]
+    assert [row.results[i].status for i in kept] == [RIGHT] * len(kept)
+    assert {row.results[i].status for i in lost} == {UNANSWERED}
+    assert f"in exercise {IDS[KEPT_BEFORE_DEATH - 1]} ({TITLES[IDS[KEPT_BEFORE_DEATH - 1]]})" in row.status
+
+
+def test_feedback_shows_value_unit_tolerance_and_hint_never_the_key(main_batch):
+    text = feedback_of(main_batch, f"dan/{CHAPTER}.ipynb")
+    assert f"0 of {TOTAL:g} points" in text
+    for ex_id, ex in EXERCISES.items():
+        line = next(ln for ln in text.splitlines() if f"`{ex_id}` ({TITLES[ex_id]})" in ln)
+        assert line.startswith("| wrong |") and ex.mistakes[0].hint.replace("|", "/") in line, line
+        assert f"({ex.unit}) is not {ex.tolerance_text()} of the answer".replace("|", "/") in line, line
+    found = [a for a in leaks.answers([CHAPTER]) if a.searchable]
+    assert not leaks.find(text, found, "dan's feedback")  # the answers are not given away
+    bob = feedback_of(main_batch, f"bob/jonesbob_1002_5001_{CHAPTER}.ipynb")
+    wrong = next(ln for ln in bob.splitlines() if f"`{HALF[0]}`" in ln)
+    assert "-1 (" in wrong and "is not within" in wrong and EXERCISES[HALF[0]].hint.replace("|", "/") in wrong
+    assert "not answered: not answered" not in bob and "wrong: not quite" not in bob and "cell 3" not in bob
+
+
+def test_error_status_names_the_exercise_or_the_opening_cells(main_batch):
     row = main_batch["rows"][f"dan/{CHAPTER}.ipynb"]
-    assert "a_module_that_does_not_exist" in row.status
-    assert any("balance_h200" in n and "no exercise" in n for n in row.notes)
-    assert any("lstar_h100" in n and "2 times" in n for n in row.notes)
+    assert "a_module_that_does_not_exist" in row.status and "opening cells" in row.status
+    assert any("no_such_exercise" in n and "no exercise" in n for n in row.notes)
+    assert any(f"{IDS[1]}" in n and "2 times" in n for n in row.notes)
 
 
-def test_tampering_changes_nothing_outside_the_kernel(main_batch):
+def test_key_material_readers_are_flagged_and_get_nothing(main_batch):
     assert hashlib.sha256(KEY_FILE.read_bytes()).hexdigest() == main_batch["key_before"]
     assert chalk.teaching.exercises.judge.__module__ == "chalk.teaching.exercises"
-    assert len(ch01_batching.EXERCISES) == N
-    eve = main_batch["rows"][f"eve/{CHAPTER}.ipynb"].results
-    assert eve["sparsity_v3"].status == "wrong"  # the string "right", judged as an answer
-    assert all(r.status == "unanswered" for i, r in eve.items() if i != "sparsity_v3")
+    eve = main_batch["rows"][f"eve/{CHAPTER}.ipynb"]
+    flags = " ".join(eve.flags)
+    assert "imports the instructor's answer keys" in flags and "reads the answer key" in flags
+    assert eve.results[IDS[2]].status == WRONG  # the string "right", judged as an answer
+    assert all(r.status == UNANSWERED for i, r in eve.results.items() if i != IDS[2])
+    row = main_batch["csv"][f"eve/{CHAPTER}.ipynb"]
+    assert "answer keys" in row["flags"] and "Flagged for the instructor" in feedback_of(main_batch, f"eve/{CHAPTER}.ipynb")
+    assert not main_batch["rows"][f"hugo/{CHAPTER}.ipynb"].flags
+
+
+def test_a_search_against_the_check_finds_the_answer_and_is_flagged(main_batch):
+    fay = main_batch["rows"][f"fay/{CHAPTER}.ipynb"]
+    assert fay.results[IDS[0]].status == RIGHT  # the check is an oracle: the guide says so
+    assert any(f"check of {IDS[0]} was called" in f for f in fay.flags), fay.flags
+
+
+def test_a_note_the_student_added_is_collected_for_reading(main_batch):
+    alice = main_batch["rows"][f"alice/smithalice_1001_5007_{CHAPTER}-1.ipynb"]
+    assert alice.written == [{"exercise": IDS[0], "part": "note", "text": NOTE, "max_points": 0.0}]
+    assert NOTE in (main_batch["out"] / "written.md").read_text()
+    manual = list(csv.DictReader((main_batch["out"] / "manual.csv").open()))
+    assert [(m["file"], m["exercise"], m["text"]) for m in manual] == [(alice.file, IDS[0], NOTE)]
+
+
+def test_exports_for_canvas_and_gradescope(main_batch):
+    out = main_batch["out"]
+    rows = list(csv.reader((out / "canvas.csv").open()))
+    assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", assignment_name(CHAPTER)]
+    assert rows[1][0] == "Points Possible" and float(rows[1][5]) == TOTAL
+    by_id = {r[1]: r for r in rows[2:] if r[1]}
+    assert float(by_id["1001"][5]) == TOTAL and by_id["1001"][0] == "smithalice"
+    assert float(by_id["1002"][5]) == TOTAL - points_of(HALF)
+    scope = read_csv_by(out / "gradescope.csv", "Name")
+    assert float(scope["jonesbob"]["Total Score"]) == TOTAL - points_of(HALF)
+    assert float(scope["jonesbob"]["Max Points"]) == TOTAL
+    results = json.loads((out / "gradescope" / f"bob/jonesbob_1002_5001_{CHAPTER}.ipynb" / "results.json").read_text())
+    assert results["score"] == TOTAL - points_of(HALF) and len(results["tests"]) == N
+    assert sum(t["score"] for t in results["tests"]) == results["score"]
+    assert {t["status"] for t in results["tests"]} == {"passed", "failed"}
+
+
+def read_csv_by(path, key):
+    with path.open(newline="") as f:
+        return {row[key]: row for row in csv.DictReader(f)}
+
+
+def test_grades_are_never_overwritten(main_batch, tmp_path):
+    with pytest.raises(ChalkError, match="is not empty; grades are never overwritten"):
+        grading.grade(main_batch["out"].parent, main_batch["out"])
 
 
 def test_no_state_crosses_between_submissions(short_batch):
-    loop = short_batch["loop.ipynb"]  # eve's startup file would have answered balance_h100
-    assert loop["balance_h100"] == "0"
+    loop = short_batch["loop.ipynb"]  # eve's startup file would have answered this one right
+    assert loop[IDS[1]] == "0"
 
 
 def test_time_limit_keeps_answers_given_before_it(short_batch):
     loop = short_batch["loop.ipynb"]
-    assert loop["status"] == "timeout"
-    assert int(loop["score"]) == 1 and loop["sparsity_v3"] == "1"
+    assert loop["status"].startswith("timeout")
+    assert float(loop["score"]) == POINTS[IDS[0]] and float(loop[IDS[0]]) == POINTS[IDS[0]]
 
 
 def test_a_forged_answer_record_is_not_believed(short_batch):
     forge = short_batch["forge.ipynb"]
     assert forge["status"].startswith("error: the answers could not be read")
-    assert int(forge["score"]) == 0
+    assert float(forge["score"]) == 0 and "grader" in forge["flags"]
 
 
 # --- the parts, without kernels ---------------------------------------------------------------
@@ -246,8 +393,8 @@ def test_frozen_key_judges_like_the_live_key():
     for ex_id, ex in EXERCISES.items():
         value = ex.expected()
         answers = [value, None, -1.0] + [m.wrong_answer(value) for m in ex.mistakes]
-        for answer in answers:
-            assert chalk.teaching.exercises.judge(frozen[ex_id], answer) == chalk.teaching.exercises.judge(ex, answer)
+        for a in answers:
+            assert chalk.teaching.exercises.judge(frozen[ex_id], a) == chalk.teaching.exercises.judge(ex, a)
 
 
 def test_answer_record_must_appear_exactly_once_with_every_id():
@@ -266,8 +413,9 @@ def test_answer_record_must_appear_exactly_once_with_every_id():
 
 
 def test_an_id_shared_by_two_problem_sets_is_an_error():
+    key = grading.Key({"x": 1}, {})
     with pytest.raises(grading.GradingError, match="'x' is in problem sets 01_a and 02_b"):
-        grading.columns({"01_a": {"x": 1}, "02_b": {"x": 2}})
+        grading.check_ids_unique({"01_a": key, "02_b": key})
 
 
 @pytest.mark.parametrize("args, message", [
@@ -275,6 +423,8 @@ def test_an_id_shared_by_two_problem_sets_is_an_error():
     (["{tmp}", "--timeout", "0"], "timeout: must be > 0"),
     (["{tmp}", "--workers", "0"], "workers: must be a whole number >= 1"),
     (["{tmp}"], "holds no files"),
+    ([], "SUBMISSIONS: give a folder"),
+    (["--merge", "{tmp}/manual.csv"], "is not the manual.csv of a batch"),
 ])
 def test_bad_invocations_exit_nonzero_with_one_line(tmp_path, capsys, args, message):
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]

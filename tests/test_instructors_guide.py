@@ -1,8 +1,11 @@
-"""The instructors' guide: every command in its ```bash blocks runs, exactly as written.
+"""The instructors' guide: every command in its ```bash blocks runs, exactly as written, in order:
+assign, publish, grade, merge the hand-marked points, clean up, export the decks.
 
 The commands run in a scratch folder that holds the Makefile and a link to .venv, so their
 outputs (``_build/``) stay out of the repository while other tests read it. Sample submissions
-sit where the guide tells instructors to put them.
+sit where the guide tells instructors to put them: the instructor's own problem set (every answer
+right) and a blank student edition with a sentence the student added. Between grading and merging,
+the test does what the guide asks the instructor to do: it fills in the points of manual.csv.
 """
 import csv
 import os
@@ -20,12 +23,32 @@ from conftest import ROOT
 GUIDE = ROOT / "book" / "instructors.md"
 BLOCK = re.compile(r"^```bash\n(.*?)^```", re.M | re.S)
 SOURCE = ROOT / "exercises" / "01_batching.ipynb"
+TOTAL = sum(ex.points for ex in problem_set("01_batching").values())
+NOTE = "The answer is not 8 because the sparsity counts parameters, not experts."
+GIVEN = 0.5
+"""The points the test gives ben's sentence when it marks manual.csv."""
 
 
 def commands():
     """Each command line of the page's bash blocks (comments and blank lines aside)."""
     return [line.strip() for block in BLOCK.findall(GUIDE.read_text())
             for line in block.splitlines() if line.strip() and not line.strip().startswith("#")]
+
+
+def files(folder):
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()} if folder.exists() else set()
+
+
+def mark(manual):
+    """Give every answer in ``manual`` GIVEN points, as an instructor does in a spreadsheet."""
+    with manual.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        r["max_points"], r["points"], r["comment"] = "1", str(GIVEN), "half right"
+    with manual.open("w", newline="") as f:
+        out = csv.DictWriter(f, fieldnames=list(rows[0]))
+        out.writeheader()
+        out.writerows(rows)
 
 
 @pytest.fixture(scope="module")
@@ -41,41 +64,92 @@ def scratch(tmp_path_factory):
     week = top / "submissions" / "week1"
     week.mkdir(parents=True)
     nbformat.write(nbformat.read(SOURCE, as_version=4), week / "ada.ipynb")
-    nbformat.write(student_problem_set(SOURCE), week / "ben.ipynb")
+    ben = student_problem_set(SOURCE)
+    heading = next(i for i, c in enumerate(ben.cells) if c.cell_type == "markdown" and c.source.startswith("## "))
+    ben.cells.insert(heading + 2, nbformat.v4.new_markdown_cell(NOTE))
+    nbformat.write(ben, week / "ben.ipynb")
     return repo
 
 
 @pytest.fixture(scope="module")
 def ran(scratch):
+    """{command: (exit status, its output's end, the files under _build after it)}, each command run
+    in the guide's order. A failing command fails the tests that need it, not the others."""
+    results = {}
     for command in commands():
-        proc = subprocess.run(command, shell=True, cwd=scratch, capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, f"{command}\n{(proc.stdout + proc.stderr)[-3000:]}"
-    return scratch
+        manual = re.search(r"MANUAL=(\S+)", command)
+        if manual and (scratch / manual.group(1)).is_file():
+            mark(scratch / manual.group(1))
+        proc = subprocess.run(command, shell=True, cwd=scratch, capture_output=True, text=True, timeout=900)
+        results[command] = (proc.returncode, (proc.stdout + proc.stderr)[-3000:], files(scratch / "_build"))
+    return scratch, results
 
 
-def test_guide_has_the_commands_it_documents():
-    targets = {c.split()[1] for c in commands() if c.startswith("make ")}
-    assert {"student", "grade", "deck", "book"} <= targets
+def after(ran, prefix):
+    """The files under _build after the command starting with ``prefix``, which must have succeeded."""
+    command, (status, output, built) = next((k, v) for k, v in ran[1].items() if k.startswith(prefix))
+    assert status == 0, f"{command}\n{output}"
+    return built
 
 
-def test_assign_writes_the_edition_and_zip(ran):
-    assert (ran / "_build" / "student.zip").is_file()
-    assert (ran / "_build" / "student" / "exercises" / SOURCE.name).is_file()
+def test_every_command_of_the_guide_succeeds(ran):
+    failed = {c: out for c, (status, out, _) in ran[1].items() if status != 0}
+    assert not failed, "\n\n".join(f"$ {c}\n{out}" for c, out in failed.items())
 
 
-def test_grade_writes_scores_and_feedback(ran):
-    with (ran / "_build" / "grades" / "grades.csv").open(newline="") as f:
-        rows = {r["file"]: r for r in csv.DictReader(f)}
-    n = len(problem_set("01_batching"))
-    assert (rows["ada.ipynb"]["status"], int(rows["ada.ipynb"]["score"])) == ("ok", n)
-    assert (rows["ben.ipynb"]["status"], int(rows["ben.ipynb"]["score"])) == ("ok", 0)
-    assert "0 of" in (ran / "_build" / "grades" / "feedback" / "ben.ipynb.md").read_text()
+def grades(ran, folder):
+    with (ran[0] / "_build" / "grades" / folder / "grades.csv").open(newline="") as f:
+        return {r["file"]: r for r in csv.DictReader(f)}
 
 
-def test_decks_and_student_site_are_built(ran):
-    assert (ran / "_build" / "decks" / "chalk.apkg").is_file()
-    page = (ran / "_build" / "html-student" / "exercises" / "01_batching.html").read_text()
-    assert "not answered yet" in page and "Worked solution" not in page
+def test_guide_walks_through_every_step_in_order():
+    steps = [c.split()[0:2] for c in commands()]
+    order = [s[1] for s in steps if s[0] == "make"]
+    assert order == ["student", "book", "grade", "grade", "clean", "deck"]
+    assert any("chalk.teaching.leaks" in c for c in commands())
+    assert "MANUAL=" in commands()[4] and "SUBMISSIONS=" in commands()[3]
+
+
+def test_assign_writes_the_edition_the_wheel_and_the_zip(ran):
+    built = after(ran, "make student")
+    assert {"student.zip", "student/README.md", f"student/exercises/{SOURCE.name}"} <= built
+    assert [f for f in built if f.startswith("student/chalk-") and f.endswith("+student-py3-none-any.whl")]
+
+
+def test_the_class_site_is_built_without_solutions(ran):
+    after(ran, "make book STUDENT=1")
+    page = (ran[0] / "_build" / "html-student" / "exercises" / "01_batching.html").read_text()
+    assert "not answered" in page and "Worked solution" not in page
+
+
+def test_grade_writes_scores_feedback_and_exports(ran):
+    after(ran, "make grade SUBMISSIONS=")
+    rows = grades(ran, "week1")
+    assert (rows["ada.ipynb"]["status"], float(rows["ada.ipynb"]["score"])) == ("ok", TOTAL)
+    assert (rows["ben.ipynb"]["status"], float(rows["ben.ipynb"]["score"])) == ("ok", 0)
+    batch = ran[0] / "_build" / "grades" / "week1"
+    assert "0 of" in (batch / "feedback" / "ben.ipynb.md").read_text()
+    assert {"canvas.csv", "gradescope.csv", "roster.csv", "written.md", "manual.csv"} <= set(os.listdir(batch))
+    assert NOTE in (batch / "written.md").read_text()
+
+
+def test_merge_adds_the_hand_given_points_into_a_new_folder(ran):
+    after(ran, "make grade MANUAL=")
+    rows = grades(ran, "week1-final")
+    assert float(rows["ben.ipynb"]["score"]) == GIVEN and float(rows["ben.ipynb"]["maximum"]) == TOTAL + 1
+    assert float(grades(ran, "week1")["ben.ipynb"]["score"]) == 0  # the first batch is kept as it was
+    text = (ran[0] / "_build" / "grades" / "week1-final" / "feedback" / "ben.ipynb.md").read_text()
+    assert f"{GIVEN:g} of {TOTAL + 1:g} points" in text and "half right" in text
+
+
+def test_clean_keeps_the_grades(ran):
+    kept = after(ran, "make clean")
+    assert kept and all(f.startswith("grades/") for f in kept)
+    assert "grades/week1-final/canvas.csv" in kept and "student.zip" not in kept
+
+
+def test_decks_are_exported(ran):
+    assert {"decks/chalk.apkg", "decks/chalk_cards.tsv"} <= after(ran, "make deck")
 
 
 def test_grade_without_submissions_fails_with_one_line(scratch):

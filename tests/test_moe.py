@@ -103,6 +103,24 @@ def test_expert_compute_counts_two_flops_per_weight():
     assert t.compute == pytest.approx(flops / (8 * hardware.get("H100-SXM").flops("bf16")))
 
 
+def test_expert_weights_read_only_the_experts_some_token_picked():
+    chip = hardware.get("GB200")
+    per_chip_bytes = 4 * 3 * 7168 * 2048 * 1   # 4 experts of 3 x 7,168 x 2,048 FP8 weights
+    many = moe.layer_times(DS, "gb200-nvl72", 10**6, dtype="fp8", chips=64)
+    assert many.weights == pytest.approx(per_chip_bytes / chip.hbm_bandwidth)
+    one = moe.layer_times(DS, "gb200-nvl72", 1, dtype="fp8", chips=64)
+    assert one.weights == pytest.approx(8 / 256 * per_chip_bytes / chip.hbm_bandwidth)
+
+
+def test_expert_chips_of_a_domain_set_the_all_to_all():
+    # The lecture's 64 of 72: 4096 tokens, 64 per chip, 8 choices, 63/64 of them remote, FP8 both ways.
+    t = moe.layer_times(DS, "gb200-nvl72", 4096, bytes_per_element=1, chips=64)
+    assert t.scale_up == pytest.approx(2 * 64 * 8 * 7168 * 63 / 64 / 900e9)
+    assert t.scale_out == 0
+    two = moe.layer_times(DS, "gb200-nvl72", 4096, bytes_per_element=1, chips=64, domains=2)
+    assert two.scale_out == pytest.approx(2 * 32 * 8 * 7168 * 0.5 / 50e9)
+
+
 # --- placement and memory ----------------------------------------------------------------------------
 def test_placement_bytes_from_the_shapes():
     m = models.get(DS)
@@ -184,6 +202,46 @@ def test_redundant_experts_help_skewed_routing():
     assert helped < plain - 0.2
 
 
+def binomial_overflow(tokens, p, capacity):
+    """E[(X - capacity)^+] for X ~ Binomial(tokens, p), summed term by term (log-space pmf)."""
+    x = np.arange(math.floor(capacity) + 1, tokens + 1)
+    log_pmf = (np.array([math.lgamma(tokens + 1) - math.lgamma(i + 1) - math.lgamma(tokens - i + 1) for i in x])
+               + x * math.log(p) + (tokens - x) * math.log1p(-p))
+    return float(np.sum((x - capacity) * np.exp(log_pmf)))
+
+
+@pytest.mark.parametrize("tokens, gamma", [(512, 1.0), (512, 1.25), (2048, 1.25), (4096, 1.1)])
+def test_dropped_fraction_simulation_against_the_exact_binomial(tokens, gamma):
+    # One expert's load is Binomial(tokens, k/n) exactly, and the expected overflow is linear: the
+    # simulation must agree with the binomial sum, which is typed here, not taken from chalk.
+    p = 8 / 256
+    exact = binomial_overflow(tokens, p, gamma * tokens * p) / (tokens * p)
+    sim = moe.simulate_routing(DS, 64, tokens, trials=40, seed=tokens)
+    per_trial = [moe.Routing(sim.chip_loads[i:i + 1], sim.copy_loads[i:i + 1], sim.experts_touched[i:i + 1],
+                             sim.copy_chip).dropped_fraction(gamma) for i in range(40)]
+    stderr = np.std(per_trial, ddof=1) / math.sqrt(40)
+    assert abs(np.mean(per_trial) - exact) < 4 * stderr + 1e-12
+
+
+def test_normal_approximation_of_the_drops_and_where_it_reads_low():
+    p = 8 / 256
+    for tokens, gamma in [(512, 1.0), (2048, 1.0), (16384, 1.05)]:   # drops of a percent or more
+        exact = binomial_overflow(tokens, p, gamma * tokens * p) / (tokens * p)
+        assert moe.expected_dropped_fraction(DS, tokens, gamma) == pytest.approx(exact, rel=0.1)
+    # far in the tail the binomial's right skew puts more mass there than the normal does
+    exact = binomial_overflow(4096, p, 1.25 * 4096 * p) / (4096 * p)
+    assert moe.expected_dropped_fraction(DS, 4096, 1.25) < 0.8 * exact
+
+
+def test_a_capacity_factor_caps_the_imbalance_at_the_price_of_drops():
+    r = moe.simulate_routing(DS, 64, 256, trials=8)
+    assert r.imbalance > 1.3
+    for gamma in (1.1, 1.25):
+        assert r.capped_imbalance(gamma) <= gamma + 1e-12 and r.capped_imbalance(gamma) < r.imbalance
+        assert r.dropped_fraction(gamma) > 0
+    assert r.capped_imbalance(100.0) == pytest.approx(r.imbalance)
+
+
 def test_capacity_factor_drops_less_as_it_grows():
     r = moe.simulate_routing(DS, 64, 512, trials=4)
     drops = [r.dropped_fraction(cf) for cf in (1.0, 1.25, 2.0, 10.0)]
@@ -229,6 +287,18 @@ BAD = [
     (lambda: moe.simulate_routing(DS, 64, 10, skew=-1), "skew"),
     (lambda: moe.simulate_routing(DS, 64, 10, redundant=-2), "redundant"),
     (lambda: moe.simulate_routing(DS, 64, 10, trials=1).dropped_fraction(0), "capacity_factor"),
+    (lambda: moe.simulate_routing(DS, 64, 10, trials=1).capped_imbalance(-1), "capacity_factor"),
+    (lambda: moe.placement(DS, "gb200-nvl72", 1, 100, chips=73), "chips"),
+    (lambda: moe.layer_times(DS, "gb200-nvl72", 10, chips=80), "chips"),
+    (lambda: moe.layer_times(DS, "gb200-nvl72", 10, chips=0), "chips"),
+    (lambda: moe.expected_dropped_fraction(DS, 100, 0.5), "capacity_factor"),
+    (lambda: moe.expected_dropped_fraction(DS, 0, 1.25), "tokens"),
+    (lambda: moe.expected_dropped_fraction("llama-3-70b", 100, 1.25), "model"),
+    (lambda: moe.lane_rate("tpu-v5p-cube"), "system"),
+    (lambda: moe.torus_share("tpu-v9"), "system"),
+    (lambda: moe.torus_share("tpu-v7-9216"), "system"),
+    (lambda: moe.domain_growth()[0].max_total_params(headroom=-0.1), "headroom"),
+    (lambda: moe.domain_growth()[0].max_total_params(dtype="fp3"), "dtype"),
 ]
 
 
@@ -247,6 +317,72 @@ def test_dense_model_error_lists_the_moe_models():
 def test_indivisible_chips_error_lists_valid_counts():
     with pytest.raises(ChalkError, match="64"):
         moe.imbalance_estimate(DS, 72, 100)
+
+
+# --- tori: the closed form against routing every message ------------------------------------------------
+def torus_max_link_load(shape):
+    """Route one unit from every chip to every other chip of a torus with wraparound, dimension by
+    dimension along the shorter way (ties split half and half); the most any one directed link carries."""
+    loads = {}
+    chips = list(itertools.product(*[range(n) for n in shape]))
+    for src in chips:
+        for dst in chips:
+            paths = [(list(src), 1.0)]
+            for dim, n in enumerate(shape):
+                forward = (dst[dim] - src[dim]) % n
+                ways = [(1, forward)] if forward < n - forward else [(-1, n - forward)] if forward > n - forward \
+                    else [(1, forward), (-1, forward)]
+                grown = []
+                for at, weight in paths:
+                    for step, hops in ways:
+                        here = list(at)
+                        for _ in range(hops):
+                            key = (tuple(here), dim, step)
+                            loads[key] = loads.get(key, 0.0) + weight / len(ways)
+                            here[dim] = (here[dim] + step) % n
+                        grown.append((here, weight / len(ways)))
+                paths = grown
+    return max(loads.values())
+
+
+@pytest.mark.parametrize("shape", [(4, 4, 4), (8, 8), (4, 6), (16,)])
+def test_torus_all_to_all_share_matches_routing_every_message(shape):
+    # A chip sends R bytes/s spread over all chips; a link of b bytes/s carries R/N times its load.
+    # The chip's injection is 2 b per dimension, so the usable share is N / (load x 2 x dims).
+    chips, dims = math.prod(shape), len(shape)
+    share = chips / (torus_max_link_load(shape) * 2 * dims)
+    assert float(moe._torus_share(dims, max(shape))) == pytest.approx(share, rel=1e-12)
+
+
+def test_a_switch_gives_the_whole_link_and_a_torus_a_share():
+    assert moe.torus_share("gb200-nvl72") == 1.0
+    assert moe.torus_share("tpu-v5p-cube") == pytest.approx(4 / (3 * 4))
+
+
+# --- domains and deployments ------------------------------------------------------------------------------
+def test_domain_growth_counts_packages_dies_and_memory():
+    by_name = {d.name: d for d in moe.domain_growth()}
+    nvl72 = next(d for name, d in by_name.items() if name.startswith("GB200"))
+    assert (nvl72.packages, nvl72.dies) == (72, 144)
+    assert nvl72.hbm == pytest.approx(72 * 186e9)
+    assert nvl72.max_total_params("fp4", headroom=0) == pytest.approx(72 * 186e9 / 0.5)
+    ultra = by_name["Rubin Ultra NVL576 (as announced)"]
+    assert (ultra.packages, ultra.dies, ultra.status) == (144, 576, "announced")
+    assert ultra.max_total_params("fp8") == pytest.approx(144 * 1e12 * 0.9)
+
+
+def test_every_deployment_reproduces_its_printed_experts_per_gpu():
+    rows = moe.deployments()
+    assert len(rows) >= 4
+    for d in rows:
+        assert d.experts_per_chip == d.printed_experts_per_chip, d.name
+        assert d.chips == 8 * d.nodes, d.name   # H800 nodes of 8 GPUs
+
+
+def test_lane_rate_is_the_link_rate_over_its_pairs():
+    # NVLink 4: 25 GB/s per direction per link over 2 pairs; NVLink 5 twice that.
+    assert moe.lane_rate("hgx-h100") == pytest.approx(25e9 * 8 / 2)
+    assert moe.lane_rate("gb200-nvl72") == pytest.approx(50e9 * 8 / 2)
 
 
 # --- properties ---------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ tolerance says how close chalk must come; a comment justifies any above 0.5%.
 """
 import pytest
 
-from chalk import hardware, moe, systems
+from chalk import hardware, models, moe, systems
 
 NVLINK = "https://www.nvidia.com/en-us/data-center/nvlink/"
 
@@ -81,7 +81,37 @@ FIGURES = [
     # --- what a domain holds ------------------------------------------------------------------------
     ("lecture: 8-GPU Hopper box", lambda: moe.max_total_params("hgx-h100", "fp8", headroom=0), 640e9, 0.0,
      "lecture 44:45 (lecture-notes §3.5): an 8-GPU Hopper box holds 8 x 80 = 640 GB (1 byte per weight)"),
+    # --- how NVIDIA counts a domain ----------------------------------------------------------------
+    ("Rubin Ultra NVL576 counts dies", lambda: _domain("Rubin Ultra").dies, 576, 0.0,
+     "NVIDIA GTC 2025 keynote (2025-03-18), as restated by aiwiki.ai/wiki/nvidia_rubin_ultra: "
+     "NVL576, 144 packages of 4 GPU dies"),
+    ("Vera Rubin NVL144 (GTC 2025 name)", lambda: _domain("Vera Rubin").dies, 144, 0.0,
+     "NVIDIA GTC 2025: Vera Rubin NVL144, 72 packages of two dies, counted by die "
+     "(renamed NVL72 at CES 2026, counting packages)"),
+    ("NVLink 5 per differential pair", lambda: moe.lane_rate("gb200-nvl72"), 50e9 * 8 / 2, 0.0,
+     "NVIDIA Blackwell architecture technical brief: two differential pairs in each direction per "
+     "link, 50 GB/s per link in each direction"),
+    # --- the newer MoE models of the chapter's examples ----------------------------------------------
+    # The README rounds to one significant figure: 1T and 32B, hence 5%.
+    ("Kimi K2 total", lambda: models.get("kimi-k2").total_params, 1e12, 0.05,
+     "github.com/MoonshotAI/Kimi-K2 README, model summary: 1T total parameters"),
+    ("Kimi K2 active", lambda: models.get("kimi-k2").active_params, 32e9, 0.05,
+     "github.com/MoonshotAI/Kimi-K2 README: 32B activated parameters"),
+    ("Qwen3-235B-A22B total", lambda: models.get("qwen3-235b-a22b").total_params, 235e9, 0.01,
+     "qwenlm.github.io/blog/qwen3, Table 2: 235B total"),
+    ("Qwen3-235B-A22B active", lambda: models.get("qwen3-235b-a22b").active_params, 22e9, 0.02,
+     "qwenlm.github.io/blog/qwen3: 22B activated"),
+    # --- all-to-all on a torus ------------------------------------------------------------------------
+    # A ring of D chips (one dimension, 2 links each way): an AllGather of V bytes takes V/(2b); the
+    # AllToAll of the same array sends V/D per chip at the torus share of 2b.
+    ("ring AllGather / AllToAll time", lambda: (1 / 2) / ((1 / 1024) / (moe._torus_share(1, 1024) * 2)), 4, 0.0,
+     "scaling book (jax-ml.github.io/scaling-book/sharding), worked problem: on a bidirectional ring "
+     "an AllToAll is 4x cheaper than an AllGather of the same array"),
 ]
+
+
+def _domain(prefix):
+    return next(d for d in moe.domain_growth() if d.name.startswith(prefix))
 
 
 @pytest.mark.parametrize("name, computed, published, tol, source", FIGURES, ids=[f[0] for f in FIGURES])

@@ -1,10 +1,11 @@
 """A new chapter is picked up from its files alone.
 
-A throwaway chapter ``99_fixture`` (a problem set with two exercises, its answer key, a deck of two
-cards and the module computing the cards' number) is added to a copy of the tree in a temporary
-folder, never to the repository. A script run against that copy, with the copied ``chalk`` first
-on the path, then asks every consumer what it sees: the decks, the Anki export, the review
-session, the student edition, the grader and the chapter links. No code is changed for it.
+A throwaway chapter ``99_fixture`` (a problem set with two exercises, one weighing 2 points, and a
+written answer; its answer key, a deck of two cards and the module computing the cards' number) is
+added to a copy of the tree in a temporary folder, never to the repository. A script run against
+that copy, with the copied ``chalk`` first on the path, then asks every consumer what it sees: the
+decks, the Anki export, the review session, the student edition and its sealed key, the grader
+and the chapter links. No code is changed for it.
 
 The expected values come from the fixture (its two card ids, its exercise ids, the answers typed
 into the submission from the H100's published specifications), not from the code under test.
@@ -32,7 +33,7 @@ from ..exercises import Exercise
 
 EXERCISES = (
     Exercise("fixture_r_h100", lambda: hardware.get("H100-SXM").intensity("bf16"), "FLOP/B", 0.01, "r = F/W"),
-    Exercise("fixture_drain_ms", lambda: 1e3 * hardware.get("H100-SXM").drain_time, "ms", 0.01, "C/W"),
+    Exercise("fixture_drain_ms", lambda: 1e3 * hardware.get("H100-SXM").drain_time, "ms", 0.01, "C/W", points=2),
 )
 '''
 CARD_VALUES = '''\
@@ -56,6 +57,8 @@ cards:
 '''
 SOLUTION_R = "fixture_r_h100 = h100.flops('bf16') / h100.hbm_bandwidth"
 SOLUTION_DRAIN = "fixture_drain_ms = 1e3 * h100.drain_time"
+MODEL_ANSWER = "Reading HBM once takes capacity over bandwidth."
+WRITTEN = "Because C/W is the time to read everything once."
 
 
 def problem_set() -> nbformat.NotebookNode:
@@ -66,14 +69,17 @@ def problem_set() -> nbformat.NotebookNode:
                            'check = checker("99_fixture")\nh100 = hardware.get("H100-SXM")'),
         cell.new_code_cell(f"### BEGIN SOLUTION\n{SOLUTION_R}\n### END SOLUTION"),
         cell.new_code_cell('check("fixture_r_h100", fixture_r_h100)'),
+        cell.new_markdown_cell("## Drain time: `fixture_drain_ms`"),
         cell.new_code_cell(f"### BEGIN SOLUTION\n{SOLUTION_DRAIN}\n### END SOLUTION"),
         cell.new_code_cell('check("fixture_drain_ms", fixture_drain_ms)'),
+        cell.new_markdown_cell(f"Say why, in one sentence.\n\n### BEGIN SOLUTION\n{MODEL_ANSWER}\n### END SOLUTION",
+                               metadata={"tags": ["free-text"], "chalk": {"points": 3}}),
         cell.new_markdown_cell("Worked solution: divide.", metadata={"tags": ["solution"]}),
     ], metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
 
 
 PROBE = textwrap.dedent('''\
-    import json, sys
+    import json, sys, zipfile
     from pathlib import Path
     import nbformat
     import chalk
@@ -90,6 +96,8 @@ PROBE = textwrap.dedent('''\
     student = nbformat.read(tmp / "student" / "exercises" / "99_fixture.ipynb", as_version=4)
     found["student_sources"] = [c.source for c in student.cells]
     found["student_metadata"] = student.metadata.get("chalk")
+    wheel = zipfile.ZipFile(next((tmp / "student").glob("*.whl")))
+    found["sealed"] = json.loads(wheel.read("chalk/teaching/sealed/99_fixture.json"))
     found["problem_sets"] = grading.known_problem_sets()
     found["chapters"] = [c.name for c in chapters.chapters()]
     found["links"] = chapters.links("99_fixture")
@@ -99,10 +107,13 @@ PROBE = textwrap.dedent('''\
     for cell in student.cells:
         for ex_id, value in answers.items():
             cell.source = cell.source.replace(f"{ex_id} = ...  # your answer", f"{ex_id} = {value}")
+        if "free-text" in cell.metadata.get("tags", []):
+            cell.source = cell.source.replace("*Your answer here.*", sys.argv[4])
     (tmp / "submissions").mkdir()
     nbformat.write(student, tmp / "submissions" / "alice.ipynb")
-    rows = grading.grade(tmp / "submissions", out=tmp / "grades", workers=1)
-    found["grades"] = [(r.file, r.problem_set, r.score, {i: x.status for i, x in r.results.items()}) for r in rows]
+    batch = grading.grade(tmp / "submissions", out=tmp / "grades", workers=1)
+    found["grades"] = [(r.file, r.problem_set, r.score, r.maximum, {i: x.status for i, x in r.results.items()},
+                        r.written) for r in batch.rows]
     print(json.dumps(found))
 ''')
 
@@ -113,6 +124,7 @@ def probe(tmp_path_factory):
     tree = tmp / "tree"
     shutil.copytree(ROOT / "lib" / "chalk", tree / "lib" / "chalk",
                     ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    shutil.copy(ROOT / "lib" / "pyproject.toml", tree / "lib")  # the student wheel's metadata
     for folder in ("exercises", "notebooks"):
         shutil.copytree(ROOT / folder, tree / folder, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     teaching = tree / "lib" / "chalk" / "teaching"
@@ -122,7 +134,7 @@ def probe(tmp_path_factory):
     nbformat.write(problem_set(), tree / "exercises" / "99_fixture.ipynb")
     env = {**os.environ, "PYTHONPATH": str(tree / "lib"), "PYTHONDONTWRITEBYTECODE": "1"}
     out = subprocess.run([sys.executable, "-c", PROBE, str(tmp), repr(H100_FLOPS / H100_BANDWIDTH),
-                          repr(1e3 * H100_HBM / H100_BANDWIDTH)],
+                          repr(1e3 * H100_HBM / H100_BANDWIDTH), WRITTEN],
                          cwd=tree, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     return tree, json.loads(out.stdout.strip().splitlines()[-1])
@@ -148,10 +160,17 @@ def test_anki_export_has_a_package_for_the_new_chapter(probe):
 
 def test_student_edition_strips_the_new_problem_set_and_tags_its_chapter(probe):
     sources = "\n".join(probe[1]["student_sources"])
-    assert SOLUTION_R not in sources and SOLUTION_DRAIN not in sources
-    assert "fixture_r_h100 = ...  # your answer" in sources
+    assert SOLUTION_R not in sources and SOLUTION_DRAIN not in sources and MODEL_ANSWER not in sources
+    assert "fixture_r_h100 = ...  # your answer" in sources and "Say why, in one sentence.\n\n*Your answer here.*" in sources
     assert "Worked solution" not in sources
     assert probe[1]["student_metadata"] == {"problem_set": CHAPTER}
+
+
+def test_the_student_package_carries_the_new_key_sealed(probe):
+    sealed = probe[1]["sealed"]
+    assert [e["id"] for e in sealed["exercises"]] == ["fixture_r_h100", "fixture_drain_ms"]
+    assert [e["points"] for e in sealed["exercises"]] == [1, 2]
+    assert f"{H100_FLOPS / H100_BANDWIDTH:.0f}" not in json.dumps(sealed)
 
 
 def test_grader_knows_the_new_key_and_grades_a_submission_of_it(probe):
@@ -159,10 +178,12 @@ def test_grader_knows_the_new_key_and_grades_a_submission_of_it(probe):
     # Every real chapter's key, found from the files, and the fixture's beside them.
     real = sorted(p.stem for p in (ROOT / "exercises").glob("[0-9][0-9]_*.ipynb"))
     assert found["problem_sets"] == real + [CHAPTER]
-    [(name, problem_set, score, statuses)] = found["grades"]
+    [(name, problem_set, score, maximum, statuses, written)] = found["grades"]
     assert (name, problem_set) == ("alice.ipynb", CHAPTER)
     assert statuses == {"fixture_r_h100": "right", "fixture_drain_ms": "right"}
-    assert score == 2
+    assert (score, maximum) == (3, 3)  # 1 + 2 points; the written answer is not marked yet
+    assert written == [{"exercise": "fixture_drain_ms", "part": "written", "text": WRITTEN,
+                        "max_points": 3.0}]
 
 
 def test_chapter_list_and_links_include_the_new_chapter(probe):

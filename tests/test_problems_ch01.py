@@ -1,14 +1,17 @@
 """The answer key of problem set 1: every check behaves, and the key agrees with hand calculations.
 
-The hand calculations use spec-sheet and model-card figures typed here, not chalk's catalog, so a
-wrong formula or a wrong catalog entry in chalk shows up as a disagreement.
+The hand calculations use spec-sheet figures and model configurations typed here, not chalk's
+catalog, so a wrong formula or a wrong catalog entry in chalk shows up as a disagreement. The
+parameter counts are done by hand from each published config.json (embeddings, MLA projections,
+dense and expert FFNs, routers; norms left out, as the catalog does).
 """
 import math
 import re
 
 import pytest
 
-from chalk.teaching.exercises import problem_set
+from chalk import models, roofline
+from chalk.teaching.exercises import RIGHT, WRONG, judge, problem_set
 from chalk.teaching.problems import ch01_batching
 
 EXERCISES = problem_set("01_batching")
@@ -18,58 +21,103 @@ def close(a, b, rel_tol):
     return math.isclose(a, b, rel_tol=rel_tol, abs_tol=0.0)
 
 
-# --- independent checks -----------------------------------------------------------------------
-# Spec-sheet and model-card figures (not read from chalk):
-H100_BF16 = 989.4e12   # H100 SXM datasheet, dense BF16 FLOP/s (nvidia.com/en-us/data-center/h100)
-H100_BW = 3.35e12      # same datasheet, HBM3 bytes/s
-H100_HBM = 80e9        # same datasheet, bytes
-H200_FP8 = 1978.9e12   # H200 datasheet, dense FP8 FLOP/s (nvidia.com/en-us/data-center/h200)
-H200_BW = 4.8e12       # same datasheet, HBM3e bytes/s
-NVL72_BW = 576e12      # GB200 NVL72 page: 576 TB/s of HBM bandwidth across the 72-GPU rack
-V3_TOT, V3_ACT = 671e9, 37e9  # DeepSeek-V3 technical report (arXiv 2412.19437), abstract
-# DeepSeek-V3 config_671B.json: 61 layers, kv_lora_rank 512, qk_rope_head_dim 64; BF16 cache
-V3_KV = 61 * (512 + 64) * 2
-LLAMA8_PARAMS = 8.03e9  # Llama 3.1 8B model card
-LLAMA8_KV = 2 * 32 * 8 * 128 * 2  # config.json: K and V, 32 layers, 8 KV heads x 128, BF16
-LLAMA70_PARAMS = 70.6e9  # Llama 3 70B model card
-LLAMA70_KV = 2 * 80 * 8 * 128 * 2  # config.json: K and V, 80 layers, 8 KV heads x 128, BF16
+# --- independent inputs -----------------------------------------------------------------------
+# Spec sheets (dense rates; NVIDIA's headline "with sparsity" figures are twice these):
+H100_BF16, H100_BW = 989.4e12, 3.35e12   # H100 SXM datasheet (nvidia.com/en-us/data-center/h100)
+H800_BF16, H800_BW = 989.4e12, 3.35e12   # as H100 SXM: DeepSeek's FlashMLA deep dive (990 TFLOP/s, 3.35 TB/s)
+H800_FP8 = 2 * H800_BF16                 # Hopper's FP8 tensor rate is twice BF16
+H200_BF16, H200_BW = 989.4e12, 4.8e12    # H200 datasheet (nvidia.com/en-us/data-center/h200)
+H100_SPARSE_BF16 = 1979e12              # the same datasheet's headline BF16 figure, "with sparsity"
+NVL72_BW = 576e12                        # GB200 NVL72 page: 576 TB/s of HBM bandwidth per rack
+MI300X_BF16, MI300X_FP8, MI300X_BW = 1307.4e12, 2614.9e12, 5.3e12  # AMD ROCm MI300 peak table
 R_H100 = H100_BF16 / H100_BW
 
 
-def _serve_by_hand():
-    """8 x H200, FP8 weights, BF16 cache, batch 1024, context 4096: (step seconds, weight seconds)."""
-    t_weights = V3_TOT * 1 / (8 * H200_BW)
-    t_kv = 1024 * 4096 * V3_KV / (8 * H200_BW)
-    t_compute = 2 * 1024 * V3_ACT / (8 * H200_FP8)
-    return max(t_compute, t_weights + t_kv), t_weights
+def moe_mla_params(d, vocab, layers, dense_layers, d_ff, d_expert, experts, shared, k, heads,
+                   q_rank, kv_rank, nope, rope, v_head):
+    """(active, total, routed) parameters of a DeepSeek-V3-style model, counted by hand."""
+    embeddings = 2 * vocab * d  # untied input and output tables
+    attention = (d * q_rank + q_rank * heads * (nope + rope) + d * (kv_rank + rope)
+                 + kv_rank * heads * (nope + v_head) + heads * v_head * d)
+    expert = 3 * d * d_expert   # gated: up, gate, down
+    shared_part = embeddings + layers * attention + dense_layers * 3 * d * d_ff
+    moe_layers = layers - dense_layers
+    active = shared_part + moe_layers * ((k + shared) * expert + d * experts)
+    total = shared_part + moe_layers * ((experts + shared) * expert + d * experts)
+    return active, total, moe_layers * experts * expert
 
 
-def _dense_balance(params, kv, context):
-    """B* of a dense model (N_act = N_tot) in BF16 on H100 with a cache of ``kv`` B/token."""
-    return params * 2 / (2 * params / R_H100 - context * kv)
+# moonshotai/Kimi-K2-Instruct config.json
+KIMI_ACT, KIMI_TOT, _ = moe_mla_params(7168, 163840, 61, 1, 18432, 2048, 384, 1, 8, 64, 1536, 512, 128, 64, 128)
+KIMI_KV = 61 * (512 + 64) * 2                    # BF16 latent + RoPE key per layer
+KIMI_F_ATT = 61 * 2 * 64 * (2 * 512 + 64)        # absorbed MLA: scores over d_c + d_R, values over d_c
+# deepseek-ai/DeepSeek-V3 config.json
+V3_ACT, V3_TOT, V3_ROUTED = moe_mla_params(7168, 129280, 61, 3, 18432, 2048, 256, 1, 8, 128, 1536, 512, 128, 64, 128)
+V3_KV = 61 * (512 + 64) * 2
+V3_F_ATT = 61 * 2 * 128 * (2 * 512 + 64)
+V3_REPORT_TOT, V3_REPORT_ACT = 671e9, 37e9       # DeepSeek-V3 technical report (arXiv 2412.19437), abstract
+# Llama 3.1 model cards and config.json: K and V, 8 KV heads x 128, BF16; 4 n_h d_head FLOPs per layer.
+LLAMA8_PARAMS, LLAMA8_KV, LLAMA8_F = 8.03e9, 2 * 32 * 8 * 128 * 2, 32 * 4 * 32 * 128
+LLAMA70_PARAMS, LLAMA70_KV, LLAMA70_F = 70.6e9, 2 * 80 * 8 * 128 * 2, 80 * 4 * 64 * 128
+
+
+def _dense_balance(params, kv, f_att, context, r):
+    """B* of a dense BF16 model: 2 B N / F + B L f / F = (2 N + B L kv) / W, solved for B."""
+    return params * 2 / (2 * params / r + context * f_att / r - context * kv)
+
+
+def _mi300x_step():
+    """DeepSeek-V3 on 8 x MI300X, FP8 matmuls, BF16 attention and cache, 1,024 x 8,192 tokens."""
+    B, L = 1024, 8192
+    t_compute = 2 * B * V3_ACT / (8 * MI300X_FP8) + B * L * V3_F_ATT / (8 * MI300X_BF16)
+    t_mem = (V3_TOT * 1 + B * L * V3_KV) / (8 * MI300X_BW)  # every expert is read at B = 1,024
+    return max(t_compute, t_mem)
+
+
+def _h800_balance(n_act, n_tot, L=4096):
+    """B* of DeepSeek-V3 on an H800, FP8 weights and matmuls, BF16 attention, BF16 cache."""
+    return n_tot * 1 / H800_BW / (2 * n_act / H800_FP8 + L * V3_F_ATT / H800_BF16 - L * V3_KV / H800_BW)
+
+
+def _price_batch_by_hand():
+    """Smallest batch whose rent per token on 16 H800 at $2/GPU-hour is within DeepSeek-R1's output
+    price, $2.19 per million tokens (api-docs.deepseek.com/quick_start/pricing-details-usd, 2025-02)."""
+    rent_per_second = 16 * 2.0 / 3600
+    for batch in range(1, 10_000):
+        read = V3_TOT - V3_ROUTED * (1 - 8 / 256) ** batch  # weights of the experts B tokens touch
+        if read * 1 / (16 * H800_BW) * rent_per_second / batch <= 2.19e-6:
+            return batch
+
+
+def _fast_shrink_by_hand():
+    """Llama 3.1 70B on 8 H100 at 32k context, 40 sequences: the batch ratio for a 2.5x faster step."""
+    t_w, t_seq = LLAMA70_PARAMS * 2 / (8 * H100_BW), 32768 * LLAMA70_KV / (8 * H100_BW)
+    t0 = t_w + 40 * t_seq
+    return 40 / ((t0 / 2.5 - t_w) / t_seq)
 
 
 INDEPENDENT = {
-    # B* = (F/W)(b_w/2) s; the lecture's correction note quotes "about 5,400".
-    "balance_h100": (R_H100 * V3_TOT / V3_ACT, 0.02),
-    "sparsity_v3": (V3_TOT / V3_ACT, 0.02),
-    "lstar_h100": (2 * V3_ACT / (R_H100 * V3_KV), 0.02),
-    # Near L* the denominator is small, so the 1.5% gap between the report's 37 B active and the
-    # config's 37.55 B is amplified about threefold.
-    "balance_kv_h100": (V3_TOT * 2 / (2 * V3_ACT / R_H100 - 2048 * V3_KV), 0.05),
-    "min_batch_compute": (math.ceil(_dense_balance(LLAMA8_PARAMS, LLAMA8_KV, 256)), 0.01),
-    "latency_floor_ms": (1e3 * V3_TOT * 1 / NVL72_BW, 0.02),
-    "usd_per_mtok": (1e6 * _serve_by_hand()[0] * 8 * 2.0 / 3600 / 1024, 0.02),
-    "tokens_per_s": (1024 / _serve_by_hand()[0], 0.02),
-    "batch_from_price": (_serve_by_hand()[1] * 8 * 2.0 / 3600 / (0.10 / 1e6), 0.02),
-    "kink_batch": (_dense_balance(LLAMA70_PARAMS, LLAMA70_KV, 512), 0.02),
-    "worst_latency_ms": (2e3 * H100_HBM / H100_BW, 0.01),
-    "fast_batch_shrink": (2.5 * 6, 1e-9),  # the lecture's own numbers: 6x price, 2.5x speed
+    # Kimi K2 routing each token to 16 experts: 8 more gated experts in each of its 60 MoE layers.
+    "sparsity_k16": (KIMI_TOT / (KIMI_ACT + 8 * 60 * 3 * 7168 * 2048), 1e-3),
+    "balance_h100": (R_H100 * KIMI_TOT / KIMI_ACT, 1e-3),
+    "mla_flops_per_byte": (KIMI_F_ATT / KIMI_KV, 1e-6),
+    "lstar_h100": (2 * KIMI_ACT / (R_H100 * KIMI_KV - KIMI_F_ATT), 1e-3),
+    "balance_kv_h800": (_h800_balance(V3_ACT, V3_TOT), 1e-3),
+    "min_batch_compute": (math.ceil(_dense_balance(LLAMA8_PARAMS, LLAMA8_KV, LLAMA8_F, 256, H200_BF16 / H200_BW)), 0.005),
+    "latency_floor_ms": (1e3 * KIMI_ACT * 1 / NVL72_BW, 1e-3),
+    "experts_read_qwen3": (1 - (1 - 8 / 128) ** 12, 1e-9),  # Qwen3-235B-A22B config: 8 of 128 experts
+    "b1_cost_ratio": (R_H100 * 0.5 / 2, 1e-3),
+    "usd_per_mtok": (1e6 * _mi300x_step() * 8 * 2.0 / 3600 / 1024, 1e-3),
+    "tokens_per_s": (1024 / _mi300x_step(), 1e-3),
+    "wait_mean_ms": (1e3 * _mi300x_step() / 2, 1e-3),
+    "batch_from_price": (_price_batch_by_hand(), 1e-9),
+    "kink_batch": (_dense_balance(LLAMA70_PARAMS, LLAMA70_KV, LLAMA70_F, 512, R_H100), 0.01),
+    "fast_batch_shrink": (_fast_shrink_by_hand(), 0.01),
 }
 
 
-def test_at_least_ten_independent_checks():
-    assert len(INDEPENDENT) >= 10 and set(INDEPENDENT) <= set(EXERCISES)
+def test_every_exercise_has_an_independent_check():
+    assert set(INDEPENDENT) == set(EXERCISES) and len(EXERCISES) >= 12
 
 
 @pytest.mark.parametrize("ex_id", INDEPENDENT)
@@ -78,23 +126,72 @@ def test_key_matches_hand_calculation(ex_id):
     assert close(EXERCISES[ex_id].expected(), by_hand, tol), (EXERCISES[ex_id].expected(), by_hand)
 
 
-def test_hand_calculation_matches_lecture_balance_for_deepseek():
-    # Lecture notes: B* of DeepSeek-V3 is about 5,400 with s = 671/37, against the lecture's 2,400.
-    assert close(EXERCISES["balance_h100"].expected(), 5400, 0.05)
+# --- published figures and the physics the key encodes ---------------------------------------
+def test_hand_counts_reproduce_the_published_totals():
+    # Kimi K2 README: "32 billion activated parameters and 1 trillion total parameters";
+    # DeepSeek-V3 report: 671 B total, 37 B active. Both rounded, hence the tolerances.
+    assert close(KIMI_TOT, 1e12, 0.05) and close(KIMI_ACT, 32e9, 0.05)
+    assert close(V3_TOT, V3_REPORT_TOT, 0.001) and close(V3_ACT, V3_REPORT_ACT, 0.02)
+
+
+def test_the_published_rounded_inputs_pass_balance_kv_despite_its_conditioning():
+    # Near L* the answer amplifies input errors by 1 / (1 - L/L*), L* = 2 N_act / F / (b_kv/W -
+    # f_att/F_att): about 1.7 here. The report's 37 B active is 1.5% below the config's count.
+    lstar = 2 * V3_ACT / H800_FP8 / (V3_KV / H800_BW - V3_F_ATT / H800_BF16)
+    assert 1 / (1 - 4096 / lstar) == pytest.approx(1.70, abs=0.01)
+    published = _h800_balance(V3_REPORT_ACT, V3_REPORT_TOT)
+    ex = EXERCISES["balance_kv_h800"]
+    assert published / ex.expected() == pytest.approx(1 + 1.70 * (1 - V3_REPORT_ACT / V3_ACT), abs=0.003)
+    assert judge(ex, published).status == RIGHT
+
+
+def test_without_attention_flops_balance_kv_has_no_finite_answer():
+    # The lecture's model (matmuls only) puts L* at 2 N_act / (r_fp8 b_kv), below 4,096 tokens.
+    assert 2 * V3_ACT / (H800_FP8 / H800_BW * V3_KV) < 4096
+
+
+def test_sparse_headline_flops_get_the_hint_that_names_both_factors_of_two():
+    ex = EXERCISES["balance_h100"]
+    with_sparsity = H100_SPARSE_BF16 / H100_BW * KIMI_TOT / KIMI_ACT
+    result = judge(ex, with_sparsity)
+    assert result.status == WRONG and "sparsity" in result.message and "factor 2" in result.message
+
+
+def test_old_physics_answers_are_typical_mistakes_not_right_answers():
+    # L* without attention FLOPs, a lone token reading every expert, B* as the cost of B = 1:
+    # the answers the first edition taught each get their own hint.
+    old = {"lstar_h100": 2 * KIMI_ACT / (R_H100 * KIMI_KV),
+           "latency_floor_ms": 1e3 * KIMI_TOT / NVL72_BW,
+           "b1_cost_ratio": R_H100 * 0.5 / 2 * 235 / 22,  # Qwen3-235B-A22B: 235 B total, 22 B active
+           "fast_batch_shrink": 2.5 * 6}
+    for ex_id, value in old.items():
+        result = judge(EXERCISES[ex_id], value)
+        assert result.status == WRONG and "A typical slip" in result.message, ex_id
+
+
+def test_h200_is_the_chip_where_deepseek_attention_outruns_its_cache_and_kimi_does_not():
+    # What the mla_flops_per_byte solution states: 242 FLOP/B > 206 = r(H200) > 121.
+    assert V3_F_ATT / V3_KV > H200_BF16 / H200_BW > KIMI_F_ATT / KIMI_KV
 
 
 def test_price_deduction_is_on_the_weight_bound_side():
     # batch_from_price assumes the step is weight-bound; that holds only below B*.
-    from chalk import roofline
-    assert EXERCISES["batch_from_price"].expected() < roofline.balance_batch("H200", "deepseek-v3", "fp8")
+    assert EXERCISES["batch_from_price"].expected() < roofline.balance_batch("H800", "deepseek-v3", "fp8")
 
 
-def test_scenario_fits_in_memory():
-    from chalk import roofline
+def test_fast_scenario_is_past_lstar_and_fills_hbm():
+    f = ch01_batching.FAST
+    assert f["context"] > roofline.balance_context_for(f["chip"], f["model"], f["dtype"])
+    assert f["batch"] == roofline.max_batch(f["chip"], f["model"], f["context"], f["dtype"], f["chips"])
+
+
+def test_scenarios_fit_in_memory():
     roofline.check_fit(**{k: v for k, v in ch01_batching.SERVE.items() if k != "usd_per_chip_hour"})
     scan = ch01_batching.SCAN
     assert EXERCISES["min_batch_compute"].expected() <= roofline.max_batch(scan["chip"], scan["model"],
                                                                              scan["context"])
+    p = ch01_batching.PRICED
+    roofline.check_fit(p["chip"], p["model"], EXERCISES["batch_from_price"].expected(), 0, p["dtype"], p["chips"])
 
 
 def _prompts():
@@ -113,15 +210,21 @@ def _n(x):
 def test_prompts_state_the_scenario_the_key_uses():
     """A prompt types its scenario's inputs for the student; they must be the key's inputs."""
     k = ch01_batching
-    serve = k.SERVE
+    serve, fast, share = k.SERVE, k.FAST, k.SHARE
+    qwen = models.get(k.QWEN3).moe
     stated = {
-        "balance_kv_h100": [f"{_n(k.KV_CONTEXT)} tokens"],
-        "min_batch_compute": [f"{_n(k.SCAN['context'])} tokens"],
-        "latency_floor_ms": [f"({_n(k.RACK_GPUS)} GPUs)"],
-        "usd_per_mtok": [f"{_n(serve['chips'])}-GPU", f"{_n(serve['batch'])} sequences",
+        "balance_kv_h800": [f"{_n(k.KV['context'])} tokens", "H800", "FP8 weights"],
+        "min_batch_compute": [f"{_n(k.SCAN['context'])} tokens", "one H200"],
+        "latency_floor_ms": [f"({_n(k.FLOOR['chips'])} GPUs)", "FP8 weights"],
+        "experts_read_qwen3": [f"{qwen['experts_per_token']} of the {qwen['n_routed_experts']} experts",
+                               f"step of {share['batch']} sequences"],
+        "usd_per_mtok": [f"{_n(serve['chips'])}-GPU MI300X", f"{_n(serve['batch'])} sequences",
                          f"{_n(serve['context'])} tokens", f"\\${_n(serve['usd_per_chip_hour'])} per GPU-hour"],
-        "batch_from_price": [f"\\${k.QUOTED_USD_PER_MTOK:.2f} per million"],
-        "fast_batch_shrink": [f"{_n(k.FAST_PRICE)} times the normal price", f"{_n(k.FAST_SPEED)} times"],
+        "batch_from_price": [f"\\${k.PRICE.output:.2f} per million", f"({_n(k.PRICED['chips'])} GPUs",
+                             f"\\${_n(k.PRICED['usd_per_chip_hour'])} per GPU-hour"],
+        "fast_batch_shrink": [f"{_n(k.FAST_PRICE)} times the normal price", f"{_n(k.FAST_SPEED)} times faster",
+                              f"{_n(fast['context'])} tokens", f"{_n(fast['batch'])} sequences per step",
+                              f"{_n(fast['chips'])} H100"],
     }
     prompts = _prompts()
     for ex_id, phrases in stated.items():

@@ -10,7 +10,8 @@ import pytest
 from nbclient import NotebookClient
 
 from chalk.teaching.exercises import problem_set
-from chalk.teaching.student import BEGIN, END, SolutionMarkerError, main, student_notebook, write_student
+from chalk.teaching.student import (BEGIN, END, FREE_TEXT, PLACEHOLDER, SolutionMarkerError, exercise_of_cells,
+                                    main, student_notebook, titles, write_student)
 from conftest import ROOT
 
 SOURCE = ROOT / "exercises" / "01_batching.ipynb"
@@ -126,7 +127,7 @@ def test_student_edition_keeps_every_check_and_asks_for_each_answer(student):
 def test_student_edition_runs_and_reports_not_answered(student):
     results = run(nbformat.from_dict(student))
     for ex_id in EXERCISES:
-        assert f"[unanswered] {ex_id}: not answered yet" in results[ex_id], results[ex_id]
+        assert f"[unanswered] {ex_id}: set `{ex_id}` to a number" in results[ex_id], results[ex_id]
 
 
 # --- the generator ----------------------------------------------------------------------------
@@ -151,6 +152,24 @@ def test_block_becomes_last_assignment_or_placeholder():
                                    f"{BEGIN}\nprint('hi')\n{END}"))
     assert nb.cells[0].source == "a = 1\nanswer = ...  # your answer"
     assert nb.cells[1].source == "...  # your code"
+
+
+def test_a_written_answers_model_answer_becomes_a_placeholder():
+    nb = notebook("x = 1")
+    nb.cells.append(nbformat.v4.new_markdown_cell(f"Why not 8?\n\n{BEGIN}\nBecause s counts parameters.\n{END}",
+                                                  metadata={"tags": [FREE_TEXT]}))
+    cell = student_notebook(nb).cells[1]
+    assert cell.source == f"Why not 8?\n\n{PLACEHOLDER}" and cell.metadata.tags == [FREE_TEXT]
+
+
+def test_titles_and_sections_come_from_the_headings(instructor):
+    found = titles(instructor)
+    assert list(found) == list(EXERCISES)  # one heading per exercise, in key order
+    assert all(t and "`" not in t for t in found.values())
+    sections = exercise_of_cells(instructor)
+    for ex_id, cell in check_cells(instructor).items():
+        assert sections[instructor.cells.index(cell)] == ex_id
+    assert sections[0] is None  # the introduction belongs to no exercise
 
 
 def test_output_is_deterministic(tmp_path):

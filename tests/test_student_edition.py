@@ -1,17 +1,28 @@
 """The student edition to hand out (folder and zip) and the solution-free copy of the book.
 
-No solution line may reach a student file; the zip must be byte-identical across builds. The
-edition is checked as text here; test_student.py runs a student notebook in a kernel.
+No solution line may reach a student file, no answer key the package, and no file of the edition
+may print an answer; the zip must be byte-identical across builds. The edition is checked as text
+here; test_student.py runs a student notebook in a kernel, test_student_venv.py the whole edition
+in a clean environment with only what a student installs.
 """
+import base64
+import csv
+import hashlib
+import io
+import json
+import tomllib
 import zipfile
 
 import nbformat
 import pytest
 
-from chalk.teaching import edition
+from chalk.teaching import edition, leaks, package
+from chalk.teaching.seal import known_problem_sets
 from chalk.teaching.student import BEGIN, END
 from conftest import ROOT
 from test_student import solution_lines
+
+WHEEL = package.wheel_name()
 
 PROBLEM_SETS = edition.problem_sets()
 CHAPTER_NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -34,6 +45,7 @@ def built(tmp_path_factory):
 def test_edition_holds_every_problem_set_and_chapter_notebook(built):
     out, zip_path = built
     assert PROBLEM_SETS and zip_path == out.with_suffix(".zip")
+    assert sorted(p.name for p in out.iterdir()) == sorted(["README.md", WHEEL, "exercises", "notebooks"])
     assert sorted(p.name for p in (out / "exercises").iterdir()) == [p.name for p in PROBLEM_SETS]
     assert sorted(p.name for p in (out / "notebooks").iterdir()) == [p.name for p in CHAPTER_NOTEBOOKS]
     for nb in CHAPTER_NOTEBOOKS:
@@ -91,3 +103,60 @@ def test_cli_needs_a_destination(capsys):
     with pytest.raises(SystemExit) as exit_:
         edition.main([])
     assert exit_.value.code == 2 and "--out" in capsys.readouterr().err
+
+
+def wheel_files(out):
+    with zipfile.ZipFile(out / WHEEL) as zf:
+        return {n: zf.read(n) for n in zf.namelist()}
+
+
+def test_wheel_has_no_plain_key_and_carries_each_key_sealed(built):
+    names = set(wheel_files(built[0]))
+    assert not [n for n in names if n.startswith("chalk/teaching/problems")]
+    for tool in ("grading", "gradebook", "edition", "student", "seal", "package", "decks", "leaks"):
+        assert f"chalk/teaching/{tool}.py" not in names, tool
+    assert {n for n in names if n.startswith("chalk/teaching/cards/")} == {"chalk/teaching/cards/__init__.py"}
+    assert {n for n in names if n.startswith("chalk/teaching/sealed/")} == \
+        {f"chalk/teaching/sealed/{c}.json" for c in known_problem_sets()}
+    assert "chalk/teaching/deck/cards.json" in names and "chalk/catalog/data/models.toml" in names
+
+
+def test_wheel_metadata_and_record_are_what_pip_reads(built):
+    files = wheel_files(built[0])
+    project = tomllib.loads((ROOT / "lib" / "pyproject.toml").read_text())["project"]
+    info = f"chalk-{project['version']}+student.dist-info"
+    meta = files[f"{info}/METADATA"].decode()
+    assert f"Version: {project['version']}+student" in meta
+    assert [ln.split(": ", 1)[1] for ln in meta.splitlines() if ln.startswith("Requires-Dist")] == project["dependencies"]
+    assert "Root-Is-Purelib: true" in files[f"{info}/WHEEL"].decode()
+    record = list(csv.reader(io.StringIO(files[f"{info}/RECORD"].decode())))
+    assert {r[0] for r in record} == set(files)
+    for name, digest, size in record:
+        if name != f"{info}/RECORD":
+            expected = base64.urlsafe_b64encode(hashlib.sha256(files[name]).digest()).rstrip(b"=").decode()
+            assert (digest, int(size)) == (f"sha256={expected}", len(files[name])), name
+
+
+@pytest.mark.parametrize("chapter", known_problem_sets())
+def test_nothing_a_student_reads_in_the_edition_prints_an_answer(built, chapter):
+    """The README, the problem sets, the cards the package carries and the checks' hints and units.
+    (That no sealed table holds a value at all is test_problem_keys.py's; that no module holds a
+    key, the test above.)"""
+    out, _ = built
+    found = [a for a in leaks.answers([chapter]) if a.searchable]
+    files = wheel_files(out)
+    texts = {"README.md": (out / "README.md").read_text()}
+    texts.update({p.name: leaks.notebook_text(nbformat.read(p, as_version=4)) for p in (out / "exercises").iterdir()})
+    cards = [c for d in json.loads(files["chalk/teaching/deck/cards.json"]) for c in d["cards"]]
+    texts.update({f"card {c['id']}": f"{c['front']}\n{c['back']}" for c in cards})
+    for name in (n for n in files if n.startswith("chalk/teaching/sealed/")):
+        table = json.loads(files[name])
+        texts[name] = "\n".join(f"{e['unit']}\n{e['hint']}\n" + "\n".join(m["hint"] for m in e["mistakes"])
+                                for e in table["exercises"])
+    printed = [str(leak) for name, text in texts.items() for leak in leaks.find(text, found, name)]
+    assert not printed, printed[:5]
+
+
+def test_readme_says_how_to_install_the_wheel_here_and_on_colab(built):
+    text = (built[0] / "README.md").read_text()
+    assert f"pip install {WHEEL} jupyterlab" in text and f"%pip install {WHEEL}" in text and "Colab" in text

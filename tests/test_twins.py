@@ -1,10 +1,13 @@
 """Every static twin on every built page, read in a real browser: each control changes the drawing
-or the readout, and nothing is left blank. A fixture twin covers the shapes path (Gantt charts,
-racks) that no chapter page uses yet.
+or the readout, with the mouse and with the keyboard alone (Tab to each control, arrow keys to move
+it, a visible focus ring), the words a screen reader gets follow the drawing, and nothing is left
+blank. Series sharing a chart differ by their dashes, not only by colour. A fixture twin covers
+the shapes path (Gantt charts, racks).
 
 Runs on the site conftest's ``built_site`` builds (ROOT/_build/html), or on the one CHALK_SITE
 names; screenshots land in the screenshots folder beside it.
 """
+import json
 import re
 
 import pytest
@@ -82,6 +85,73 @@ def check_twin(root, name):
             assert_not_blank(root, f"{name}, {label} = {value}")
 
 
+FOCUS_RING = """el => { const s = getComputedStyle(el);
+    return (s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) > 0) || s.boxShadow !== 'none'; }"""
+WORDS = "el => Array.from(el.querySelectorAll('svg.chalk-twin-panel')).map(s => s.getAttribute('aria-label'))"
+
+
+def check_keyboard(page, root, name):
+    """Reach every control of one twin with Tab from the first, move each with an arrow key and
+    back (each from the twin's first view): the drawing or the readout changes, the panels keep
+    their words for a screen reader, and the slider speaks its value."""
+    data = json.loads(root.locator(".chalk-twin-data").text_content())
+    readout = root.locator(".chalk-twin-readout")
+    assert readout.get_attribute("aria-live") == "polite", f"{name}: the readout is not a live region"
+    titles = [p["title"] for p in data["panels"]]
+    controls = root.locator("select, input")
+    controls.first.focus()
+    for k in range(controls.count()):
+        c = controls.nth(k)
+        what = f"{name}, control {k} ({c.get_attribute('class')})"
+        assert c.evaluate("el => el === document.activeElement"), f"{what}: Tab does not reach it"
+        assert c.evaluate(FOCUS_RING), f"{what}: no visible focus ring"
+        if c.evaluate("el => el.tagName") == "SELECT":  # the next option, or the one before the last
+            key, back = ("ArrowUp", "ArrowDown") if c.evaluate(
+                "el => el.selectedIndex === el.options.length - 1") else ("ArrowDown", "ArrowUp")
+        else:  # the next stop, or the one before the last
+            key, back = ("ArrowLeft", "ArrowRight") if c.evaluate(
+                "el => +el.value === +el.max") else ("ArrowRight", "ArrowLeft")
+        before = root.evaluate(STATE)
+        page.keyboard.press(key)
+        assert root.evaluate(STATE) != before, f"{what}: an arrow key changed nothing"
+        now = root.evaluate(WORDS)
+        assert all(w and w.startswith(t) for w, t in zip(now, titles)), f"{what}: panels without words: {now}"
+        if c.evaluate("el => el.type") == "range":
+            stop = data["controls"][-1]["values"][int(c.input_value())]
+            assert c.get_attribute("aria-valuetext") == f"{stop:,}", f"{what}: the slider speaks its index"
+        page.keyboard.press(back)
+        assert root.evaluate(STATE) == before, f"{what}: the arrow key back did not restore the view"
+        if k + 1 < controls.count():
+            page.keyboard.press("Tab")
+
+
+def series_clashes(data) -> list[str]:
+    """Line series drawn in one chart panel with the same dash pattern: told apart by colour alone."""
+    clashes = []
+    for k, panel in enumerate(data["panels"]):
+        if panel["kind"] != "chart":
+            continue
+        names = sorted({n for v in data["views"].values() if "panels" in v for n in v["panels"][k].get("series", {})})
+        lines = [n for n in names if data["styles"][n]["kind"] == "line"]
+        for i, a in enumerate(lines):
+            clashes += [f"{panel['title']!r}: {data['styles'][a]['label']!r} and {data['styles'][b]['label']!r} "
+                        f"both dashed {data['styles'][a]['dash']!r}"
+                        for b in lines[i + 1:] if data["styles"][a]["dash"] == data["styles"][b]["dash"]]
+    return clashes
+
+
+def test_twin_series_differ_by_more_than_colour(built_site):
+    found, clashes = 0, []
+    for page in pages_with_twins(built_site):
+        for payload in re.findall(r'<script type="application/json" class="chalk-twin-data">(.*?)</script>',
+                                  page.read_text(), re.S):
+            found += 1
+            clashes += [f"{page.relative_to(built_site)}: {c}" for c in series_clashes(json.loads(payload))]
+    assert found >= 1
+    assert not clashes, ("series a reader tells apart only by colour; give each a dash pattern of its "
+                         "own (twin.line_style(..., dash=...)):\n" + "\n".join(clashes))
+
+
 def test_twin_pages_load_the_shared_script_once(built_site):
     pages = pages_with_twins(built_site)
     assert any(p.name == "01_batching.html" for p in pages), "Chapter 1's twin is missing"
@@ -103,6 +173,7 @@ def test_every_twin_responds_to_every_control(built_site, chromium_browser):
             name = f"{path.relative_to(built_site)} twin {k}"
             assert root.locator(".chalk-twin-note").is_hidden(), f"{name}: the JupyterLab note shows"
             assert root.locator("mjx-container").count() == 0, f"{name}: MathJax typeset the twin's text"
+            check_keyboard(page, root, name)
             check_twin(root, name)
             root.screenshot(path=str(SHOTS / f"twin_{path.stem}_{k}.png"))
             checked += 1
@@ -142,6 +213,9 @@ def shapes_twin_page(tmp_path):
 def test_shapes_twin_draws_and_switches_frames(shapes_twin_page, chromium_browser):
     page, _ = open_offline(chromium_browser, shapes_twin_page.as_uri())
     root = page.locator(".chalk-twin")
+    check_keyboard(page, root, "shapes fixture")
+    move(root, root.locator("select"), "2")
+    move(root, root.locator("input"), "0")
     assert root.locator("svg rect").count() == 2 * 2
     assert root.locator(".chalk-twin-readout").inner_text() == "2 stages, step 1: bubble 0.5"
     check_twin(root, "shapes fixture")

@@ -95,8 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
-    p = sub.add_parser("list", help="list chips, systems, models and API prices with sources")
-    p.add_argument("what", nargs="?", default="all", choices=("all", "chips", "systems", "models", "prices"),
+    p = sub.add_parser("list", help="list chips, systems, models, API prices and storage tiers with sources")
+    p.add_argument("what", nargs="?", default="all", choices=("all", "chips", "systems", "models", "prices", "tiers"),
                    help="which catalog to list (default all)")
 
     p = sub.add_parser("serve", help="decode and prefill roofline, regime, tokens/s and $ per Mtok")
@@ -279,7 +279,7 @@ def _deduce(args) -> int:
 
 def _list(args) -> int:
     tables = {"chips": reference.chips_table, "systems": reference.systems_table,
-              "models": reference.models_table, "prices": reference.prices_table}
+              "models": reference.models_table, "prices": reference.prices_table, "tiers": reference.tiers_table}
     for name, table in tables.items():
         if args.what in ("all", name):
             print(f"## {name}\n\n{_terminal(table())}\n")

@@ -4,7 +4,10 @@ Expert parallelism puts different routed experts on different chips. Every MoE l
 each token's activation to the chips holding its k experts (dispatch) and brings the k results
 back (combine): an all-to-all, twice per layer. The formulas below give the experts each chip
 holds, the bytes and seconds of that all-to-all on scale-up and scale-out links, the compute it
-must hide behind, the memory per chip, and how unevenly random routing loads the chips.
+must hide behind, the memory per chip, how unevenly random routing loads the chips and what a
+capacity factor trades for it, how much of a torus's links an all-to-all can use, and how the
+scale-up domain grew (Hopper's 8 GPUs to the announced Rubin Ultra NVL576), with the published
+DeepSeek-V3 deployments to check against.
 
 Link rates are per chip and per direction (``chalk.hardware``): in an all-to-all every chip sends
 and receives at once, so its transfer time is the bytes it sends over its one-way bandwidth.
@@ -12,14 +15,16 @@ and receives at once, so its transfer time is the bytes it sends over its one-wa
 import math
 from dataclasses import dataclass
 from functools import cache
+from types import MappingProxyType
 
 import numpy as np
 import sympy as sp
 
+from . import catalog
 from .catalog import hardware, models, systems
 from .errors import ChalkError, in_range, lookup, non_negative, positive, positive_int
-from .notation import (C, E, F, S, W, W_out, W_up, b_act, b_w, d_ff, d_model, k, n_exp, n_red, n_sh,
-                       n_step, z_E)
+from .notation import (C, E, F, S, W, W_out, W_up, b_act, b_w, d_ff, d_model, gamma, k, n_dim, n_exp,
+                       n_red, n_sh, n_side, n_step, z_E, z_gamma)
 from .roofline import HEADROOM, Replica
 
 n_mat = models.n_mat
@@ -55,16 +60,18 @@ t_expert_compute = 2 * n_step * (k + n_sh) * n_mat * d_model * d_ff / F
 """Matmul seconds of the layer's experts with uniform routing: n_step tokens, each through k routed
 and n_sh shared experts, 2 FLOPs per weight, on E chips whose FLOP/s add up to F."""
 
-t_expert_weights = E * experts_per_chip_expr * n_mat * d_model * d_ff * b_w / W
-"""Seconds for each chip to read its experts' weights once, W being the E chips' HBM together."""
+experts_touched_expr = n_exp * (1 - (1 - k / n_exp) ** n_step)
+"""Distinct routed experts a step of n_step tokens reads, each token picking k of n_exp uniformly:
+each expert is missed by one token with probability 1 - k/n_exp, independently across tokens."""
+
+t_expert_weights = E * experts_per_chip_expr * (experts_touched_expr / n_exp) * n_mat * d_model * d_ff * b_w / W
+"""Seconds for each chip to read the weights of the experts some token picked, W being the E chips'
+HBM together: the expected share experts_touched/n_exp of its experts (all of them once n_step is a
+few times n_exp/k). Redundant copies are counted like experts."""
 
 comm_to_compute = sp.simplify(t_alltoall_up / t_expert_compute)
 """All-to-all time over expert matmul time. The token count cancels: whether the all-to-all hides
 behind the matmuls depends on the link, the chip and the expert's width, not on the batch."""
-
-experts_touched_expr = n_exp * (1 - (1 - k / n_exp) ** n_step)
-"""Distinct routed experts a step of n_step tokens reads, each token picking k of n_exp uniformly:
-each expert is missed by one token with probability 1 - k/n_exp, independently across tokens."""
 
 imbalance_expr = 1 + z_E * sp.sqrt(E * (n_exp - k) / ((n_exp - 1) * n_step * k))
 """Busiest chip's routed load over the mean chip's, normal approximation (derived in
@@ -72,6 +79,25 @@ imbalance_expr = 1 + z_E * sp.sqrt(E * (n_exp - k) / ((n_exp - 1) * n_step * k))
 
 max_total_params_expr = S * C / b_w
 """The most parameters whose weights fit in a domain of S chips of C usable bytes each."""
+
+# Capacity factor: an expert copy takes at most gamma times its mean load; the rest is dropped (or
+# deferred). One expert's load over n_step tokens is Binomial(n_step, p), p = k/n_exp.
+_p = k / n_exp
+capacity_z_expr = (gamma - 1) * sp.sqrt(n_step * _p / (1 - _p))
+"""How far the capacity gamma times the mean load sits above the mean, in standard deviations."""
+dropped_given_z = sp.sqrt((1 - _p) / (n_step * _p)) * (sp.exp(-z_gamma**2 / 2) / sp.sqrt(2 * sp.pi)
+                                                       - z_gamma * sp.erfc(z_gamma / sp.sqrt(2)) / 2)
+"""Expected share of token choices beyond capacity, normal approximation: E[(X - gamma mu)^+] / mu
+for X normal with the binomial's mean mu and spread sigma is (sigma/mu) (phi(z) - z Q(z)), phi the
+normal density and Q its upper tail. Uniform routing; it reads low when an expert's mean load is a
+few tokens and far in the tail, where the binomial's right skew puts more mass."""
+dropped_fraction_expr = dropped_given_z.subs(z_gamma, capacity_z_expr)
+
+torus_alltoall_share = 4 / (n_dim * n_side)
+"""The most of a chip's scale-up bandwidth a uniform all-to-all can use on a torus with
+wraparound (even sides): messages travel n_side/4 hops on average along the longest side, and its
+links, 2 per chip per dimension, are shared by every message crossing them. A switched domain
+(NVLink) has share 1."""
 
 _ARGS = (n_step, E, S, k, n_sh, n_exp, n_red, d_model, d_ff, n_mat, b_act, b_w, F, W, W_up, W_out)
 _max_ceiling = [{"ceiling": np.ceil}, "numpy"]
@@ -84,6 +110,9 @@ numeric = {name: sp.lambdify(_ARGS, expr, modules=_max_ceiling) for name, expr i
 """Vectorised NumPy versions, all taking the arguments in ``_ARGS`` order (see ``_values``)."""
 _imbalance = sp.lambdify((n_step, E, k, n_exp, z_E), imbalance_expr, "numpy")
 _experts_per_chip = sp.lambdify((n_exp, n_red, E), experts_per_chip_expr, modules=_max_ceiling)
+_dropped = sp.lambdify((n_step, k, n_exp, gamma), dropped_fraction_expr,
+                       modules=[{"erfc": np.vectorize(math.erfc, otypes=[float])}, "numpy"])
+_torus_share = sp.lambdify((n_dim, n_side), torus_alltoall_share)
 
 LINKS = ("scale-up", "scale-out")
 
@@ -100,6 +129,17 @@ def _moe_model(model) -> models.Model:
 
 def _system(system) -> systems.System:
     return systems.get(system) if isinstance(system, str) else system
+
+
+def _chips(system: systems.System, chips) -> int:
+    """The chips of ``system`` that hold experts: all of them by default, else 1 to its count."""
+    if chips is None:
+        return system.count
+    chips = positive_int("chips", chips)
+    if chips > system.count:
+        raise ChalkError(f"chips must be between 1 and {system.count} (the chips of {system.display}), "
+                         f"got {chips}")
+    return chips
 
 
 def _redundant(redundant) -> int:
@@ -134,17 +174,29 @@ def experts_per_chip(model, chips, redundant=0) -> int:
     return int(_experts_per_chip(model.moe["n_routed_experts"], redundant, chips))
 
 
-def expert_params(model) -> float:
-    """Parameters of one routed expert (one layer)."""
+def experts_on_chips(model, chips, count=None, redundant=0) -> list[int]:
+    """Expert copies held by each of ``count`` chips (``chips`` by default) when the routed experts
+    and ``redundant`` copies go as evenly as they can over the first ``chips``, the rest idle: the
+    first (n_exp + n_red) mod E chips hold one more, the busiest ``experts_per_chip``."""
     model = _moe_model(model)
-    return float(EXPERT_PARAMS.subs({n_mat: 3 if model.ffn_gated else 2, d_model: model.d_model,
-                                     d_ff: model.moe["d_ff_expert"]}))
+    chips = positive_int("chips", chips)
+    count = chips if count is None else positive_int("count", count)
+    if count < chips:
+        raise ChalkError(f"count must be at least chips ({chips}), got {count}")
+    base, extra = divmod(model.moe["n_routed_experts"] + _redundant(redundant), chips)
+    return [base + (c < extra) if c < chips else 0 for c in range(count)]
+
+
+def expert_params(model) -> float:
+    """Parameters of one routed expert (one layer): ``EXPERT_PARAMS`` at the model's shape, as the
+    catalog counts it in every MoE layer."""
+    model = _moe_model(model)
+    return model.routed_expert_params / (model.n_moe_layers * model.moe["n_routed_experts"])
 
 
 def routed_expert_params(model) -> float:
     """All routed experts of all MoE layers: the part of N_tot that expert parallelism shards."""
-    model = _moe_model(model)
-    return model.n_moe_layers * model.moe["n_routed_experts"] * expert_params(model)
+    return _moe_model(model).routed_expert_params
 
 
 @dataclass(frozen=True)
@@ -202,7 +254,7 @@ def placement(model, system, batch, context, dtype="bf16", chips=None, redundant
     the lecture uses 64 of an NVL72's 72), with ``batch`` sequences of ``context`` tokens."""
     model = _moe_model(model)
     sys_ = _system(system)
-    chips = sys_.count if chips is None else positive_int("chips", chips)
+    chips = _chips(sys_, chips)
     non_negative("batch", batch)
     non_negative("context", context)
     in_range("headroom", headroom, 0, 0.99)
@@ -282,15 +334,18 @@ class LayerTimes:
         return self.communication <= self.work
 
 
-def layer_times(model, system, tokens, dtype="bf16", domains=1, bytes_per_element=2, redundant=0) -> LayerTimes:
+def layer_times(model, system, tokens, dtype="bf16", domains=1, bytes_per_element=2, redundant=0,
+                chips=None) -> LayerTimes:
     """The all-to-all and expert times of one MoE layer when its experts span ``domains`` copies of
-    ``system`` (2 = two racks, about half of the tokens crossing the slow network)."""
+    ``system`` (2 = two racks, about half of the tokens crossing the slow network), using ``chips``
+    chips of each copy (all by default; the lecture puts DeepSeek-V3 on 64 of an NVL72's 72)."""
     model = _moe_model(model)
     sys_ = _system(system)
     domains = positive_int("domains", domains)
+    chips = _chips(sys_, chips)
     positive("tokens", tokens)
     positive("bytes_per_element", bytes_per_element)
-    args = _values(model, sys_.count * domains, tokens=float(tokens), domain=sys_.count,
+    args = _values(model, chips * domains, tokens=float(tokens), domain=chips,
                    redundant=_redundant(redundant), bytes_per_element=bytes_per_element, dtype=dtype,
                    chip=sys_.chip)
     f = {name: float(numeric[name](*args)) for name in ("scale_up_bytes", "scale_out_bytes",
@@ -343,6 +398,17 @@ def imbalance_estimate(model, chips, tokens):
     return _scalar(_imbalance(np.asarray(tokens, float), chips, kk, n, expected_max_standard_normal(chips)))
 
 
+def expected_dropped_fraction(model, tokens, capacity_factor):
+    """Expected share of token choices an MoE layer drops (or defers) when each expert takes at
+    most ``capacity_factor`` times its mean load of ``tokens`` k / n_exp, uniform routing, normal
+    approximation (``dropped_fraction_expr``). No redundant copies."""
+    model = _moe_model(model)
+    positive("tokens", tokens)
+    in_range("capacity_factor", capacity_factor, 1, 100)
+    return _scalar(_dropped(np.asarray(tokens, float), model.moe["experts_per_token"],
+                            model.moe["n_routed_experts"], np.asarray(capacity_factor, float)))
+
+
 @dataclass(frozen=True)
 class Routing:
     """Loads from simulated routing of one MoE layer, ``trials`` steps of ``tokens`` tokens."""
@@ -352,6 +418,8 @@ class Routing:
     """token choices each expert copy received, shape (trials, copies)"""
     experts_touched: np.ndarray
     """distinct routed experts chosen in each trial"""
+    copy_chip: np.ndarray
+    """the chip each expert copy sits on"""
 
     @property
     def imbalance(self) -> float:
@@ -369,6 +437,18 @@ class Routing:
         positive("capacity_factor", capacity_factor)
         cap = capacity_factor * self.copy_loads.mean(axis=1, keepdims=True)
         return float(np.sum(np.maximum(self.copy_loads - cap, 0)) / np.sum(self.copy_loads))
+
+    def capped_imbalance(self, capacity_factor) -> float:
+        """Busiest chip's load over the mean chip's when each copy processes at most
+        ``capacity_factor`` times the mean copy load: what sets the step once overflow is dropped.
+        It never exceeds the capacity factor (nor the uncapped imbalance); the price is
+        ``dropped_fraction``."""
+        positive("capacity_factor", capacity_factor)
+        cap = capacity_factor * self.copy_loads.mean(axis=1, keepdims=True)
+        kept = np.minimum(self.copy_loads, cap)
+        chips = self.chip_loads.shape[1]
+        per_chip = np.stack([np.bincount(self.copy_chip, weights=row, minlength=chips) for row in kept])
+        return float(np.mean(per_chip.max(axis=1) / self.chip_loads.mean(axis=1)))
 
 
 def _popularity(n: int, skew: float) -> np.ndarray:
@@ -390,13 +470,26 @@ def _place(load: np.ndarray, chips: int) -> np.ndarray:
     return where
 
 
+def _route(rng, log_pop: np.ndarray, tokens: int, k_: int) -> np.ndarray:
+    """Choices each expert receives from ``tokens`` tokens, each picking ``k_`` distinct experts
+    (Gumbel top-k over the log popularities)."""
+    counts = np.zeros(len(log_pop), int)
+    for start in range(0, tokens, 4096):
+        rows = min(4096, tokens - start)
+        keys = log_pop + rng.gumbel(size=(rows, len(log_pop)))
+        counts += np.bincount(np.argpartition(-keys, k_ - 1, axis=1)[:, :k_].ravel(), minlength=len(log_pop))
+    return counts
+
+
 def simulate_routing(model, chips, tokens, redundant=0, skew=0.0, trials=16, seed=0) -> Routing:
     """Route ``tokens`` tokens, each to k distinct experts of the model's n_exp, over ``chips``.
 
     Each token draws its k experts without replacement with probabilities ``_popularity(skew)``
-    (Gumbel top-k; ``skew=0`` is uniform routing). ``redundant`` extra copies go to the most
-    popular experts; a token routed to an expert with copies picks one at random. Copies are placed
-    on chips by expected load (``_place``)."""
+    (Gumbel top-k; ``skew=0`` is uniform routing). With skew or redundant copies, the experts are
+    placed from the loads of one earlier calibration step, as DeepSeek's balancer works from recent
+    statistics: the ``redundant`` extra copies go to the busiest experts, a token routed to an expert
+    with copies picks one at random, and copies go to chips by observed load (``_place``). Uniform
+    routing without copies spreads the experts evenly, n_exp/E per chip."""
     model = _moe_model(model)
     chips = positive_int("chips", chips)
     tokens = positive_int("tokens", tokens)
@@ -404,23 +497,18 @@ def simulate_routing(model, chips, tokens, redundant=0, skew=0.0, trials=16, see
     trials = positive_int("trials", trials)
     in_range("skew", skew, 0, 4)
     n, kk = model.moe["n_routed_experts"], model.moe["experts_per_token"]
-    pop = _popularity(n, skew)
+    log_pop = np.log(_popularity(n, skew))
+    rng = np.random.default_rng(seed)
+    load = _route(rng, log_pop, tokens, kk).astype(float) if (skew or redundant) else np.ones(n)
     copies_of = np.ones(n, int)
     for extra in range(redundant):
-        copies_of[extra % n] += 1  # experts are indexed by popularity rank
+        copies_of[np.argsort(-load, kind="stable")[extra % n]] += 1
     owner = np.repeat(np.arange(n), copies_of)
-    copy_chip = _place(pop[owner] / copies_of[owner], chips)
+    copy_chip = _place(load[owner] / copies_of[owner], chips)
     first_copy = np.concatenate([[0], np.cumsum(copies_of)[:-1]])
-    rng = np.random.default_rng(seed)
-    log_pop = np.log(pop)
     chip_loads, copy_loads, touched = [], [], []
     for _ in range(trials):
-        counts = np.zeros(n, int)
-        for start in range(0, tokens, 4096):
-            rows = min(4096, tokens - start)
-            keys = log_pop + rng.gumbel(size=(rows, n))
-            picks = np.argpartition(-keys, kk - 1, axis=1)[:, :kk]
-            counts += np.bincount(picks.ravel(), minlength=n)
+        counts = _route(rng, log_pop, tokens, kk)
         per_copy = np.zeros(len(owner))
         for e in range(n):
             r = copies_of[e]
@@ -429,4 +517,128 @@ def simulate_routing(model, chips, tokens, redundant=0, skew=0.0, trials=16, see
         copy_loads.append(per_copy)
         chip_loads.append(np.bincount(copy_chip, weights=per_copy, minlength=chips))
         touched.append(np.count_nonzero(counts))
-    return Routing(np.array(chip_loads), np.array(copy_loads), np.array(touched))
+    return Routing(np.array(chip_loads), np.array(copy_loads), np.array(touched), copy_chip)
+
+
+# --- published deployments and the growth of the scale-up domain ----------------------------------
+_QUOTED = catalog.load("quoted.toml")
+
+
+def _quoted(name: str) -> MappingProxyType:
+    """One entry of ``data/quoted.toml``, its numbers checked."""
+    entry = _QUOTED[name]
+    catalog.require(f"quoted.toml [{name}]", entry, {key: float for key in entry if key not in ("source", "as_of")})
+    return MappingProxyType(entry)
+
+
+LECTURE = _quoted("lecture-moe")
+"""The lecture's figures of this segment: 64 expert chips, the 640 GB Hopper box, the 10-20 TB
+Blackwell rack and its 5 T-parameter model, Rubin's "500-something" and its "genuine 4x"."""
+ROADMAP = _quoted("nvidia-gtc2025-roadmap")
+"""Dies per package (Blackwell, Rubin, Rubin Ultra) and the announced Rubin Ultra NVL576 domain."""
+NVLINK_SIGNALLING = _quoted("nvlink-signalling")
+COPPER_REACH = {int(e["lane_Gbps"]): float(e["reach_m"]) for e in map(_quoted, ("copper-reach-50g", "copper-reach-100g"))}
+"""Published reach of passive copper cable (metres) by lane rate (Gb/s)."""
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A published expert-parallel deployment of DeepSeek-V3 (``quoted.toml``, ``deployment-*``)."""
+    name: str
+    chips: int
+    nodes: int
+    redundant: int
+    printed_experts_per_chip: int
+    source: str
+
+    @property
+    def experts_per_chip(self) -> int:
+        """What chalk computes for it, to set beside the printed figure."""
+        return experts_per_chip("deepseek-v3", self.chips, self.redundant)
+
+
+def deployments() -> list[Deployment]:
+    """Every published DeepSeek-V3 deployment in the catalog."""
+    out = []
+    for name in _QUOTED:
+        if name.startswith("deployment-"):
+            e = _quoted(name)
+            out.append(Deployment(name.removeprefix("deployment-"), int(e["chips"]), int(e["nodes"]),
+                                  int(e["redundant"]), int(e["printed_experts_per_chip"]), e["source"]))
+    return out
+
+
+def lane_rate(system) -> float:
+    """Bits per second one differential pair of the system's scale-up links carries, per direction:
+    the per-direction bandwidth over NVLink's links and pairs (NVIDIA systems of NVLink 4 and 5)."""
+    sys_ = _system(system)
+    if sys_.chip.vendor != "NVIDIA" or sys_.chip.status != "shipping":
+        raise ChalkError(f"system: lane rates are known for shipping NVIDIA systems, got {sys_.name}")
+    pairs = NVLINK_SIGNALLING["links_per_gpu"] * NVLINK_SIGNALLING["pairs_per_link_direction"]
+    return 8 * sys_.chip.scale_up_bandwidth / pairs
+
+
+def torus_shape(system) -> tuple[int, int] | None:
+    """(dimensions, longest side) of ``system``'s torus; None for a switched or fully connected
+    domain (NVLink, Infinity Fabric). Google's ICI pods are tori: one without a published shape is
+    an error."""
+    sys_ = _system(system)
+    name = f"torus-{sys_.name}"
+    if name in _QUOTED:
+        t = _quoted(name)
+        return int(t["dims"]), int(t["side"])
+    if sys_.chip.vendor == "Google":
+        raise ChalkError(f"system: no published torus shape for {sys_.name}; known: "
+                         f"{', '.join(n.removeprefix('torus-') for n in _QUOTED if n.startswith('torus-'))}")
+    return None
+
+
+def torus_share(system) -> float:
+    """The share of a chip's scale-up bandwidth a uniform all-to-all gets on ``system``
+    (``torus_alltoall_share``); 1 for a switched or fully connected domain."""
+    shape = torus_shape(system)
+    return 1.0 if shape is None else float(_torus_share(*shape))
+
+
+@dataclass(frozen=True)
+class Domain:
+    """One scale-up domain as its vendor sells it: GPU packages, dies per package, HBM."""
+    name: str
+    packages: int
+    dies_per_package: int
+    hbm_per_package: float
+    """bytes"""
+    status: str
+
+    @property
+    def dies(self) -> int:
+        """The count NVIDIA's names use from Rubin on ("NVL576" = 144 packages x 4 dies)."""
+        return self.packages * self.dies_per_package
+
+    @property
+    def hbm(self) -> float:
+        return self.packages * self.hbm_per_package
+
+    def max_total_params(self, dtype="bf16", headroom=HEADROOM) -> float:
+        """The most parameters whose weights fit in the domain's HBM, ``headroom`` kept free."""
+        in_range("headroom", headroom, 0, 0.99)
+        return float(max_total_params_expr.subs({S: self.packages, C: self.hbm_per_package * (1 - headroom),
+                                                 b_w: hardware.bytes_per_weight(dtype)}))
+
+
+_DIES = {"H100-SXM": "hopper", "GB200": "blackwell", "GB300": "blackwell", "Rubin": "rubin"}
+
+
+def domain_growth() -> list[Domain]:
+    """NVIDIA's scale-up domains by generation: Hopper's 8-GPU box, the Blackwell and Rubin racks
+    from the catalog, and the announced Rubin Ultra NVL576 (GTC 2025)."""
+    out = []
+    for name in ("hgx-h100", "gb200-nvl72", "gb300-nvl72", "vera-rubin-nvl72"):
+        sys_ = systems.get(name)
+        family = _DIES[sys_.chip.name]
+        dies = _quoted("hopper-dies")["dies_per_package"] if family == "hopper" else ROADMAP[f"{family}_dies_per_package"]
+        out.append(Domain(sys_.display, sys_.count, int(dies), sys_.chip.hbm_capacity, sys_.status))
+    out.append(Domain("Rubin Ultra NVL576 (as announced)", int(ROADMAP["rubin_ultra_packages"]),
+                      int(ROADMAP["rubin_ultra_dies_per_package"]), 1e9 * ROADMAP["rubin_ultra_hbm_GB_per_package"],
+                      "announced"))
+    return out

@@ -115,6 +115,8 @@ b_opt = _sym(r"b_\text{opt}")
 gamma = _sym(r"\gamma")
 n_dim = _sym(r"n_\text{dim}")
 n_side = _sym(r"n_\text{side}")
+z_gamma = _sym(r"z_\gamma")
+p_hold = _sym(r"p_\text{hold}")
 
 TABLE: tuple[Entry, ...] = (
     Entry(B, "batch: sequences in one decode step (one new token each)", "sequences"),
@@ -212,6 +214,8 @@ TABLE: tuple[Entry, ...] = (
     Entry(gamma, "capacity factor: the tokens an expert copy may take, over its mean load", "–"),
     Entry(n_dim, "dimensions of a torus scale-up network (ICI: 2 or 3)", "–"),
     Entry(n_side, "chips along the longest side of a torus", "chips"),
+    Entry(z_gamma, "an expert's capacity above its mean load, in standard deviations of that load", "–"),
+    Entry(p_hold, "price of holding one byte for one second in a memory or storage tier", "$/(B s)"),
 )
 
 

@@ -1,55 +1,108 @@
-"""What a provider's public prices imply about its serving.
+"""What a provider's public prices imply about its serving (Chapter 6).
 
-Reading prices backwards (the lecture's Chapter 6 argument), each with its convention:
+Reading prices backwards, each with its convention:
 
 * Decode MFU from the output/input price ratio. Prices are taken proportional to chip-time per
   token; prefill runs at the compute roofline (2 N_act / F per token) and decode at MFU eta_c
   (2 N_act / (eta_c F)). Then p_out / p_in = 1 / eta_c.
-* KV bytes per token from a long-context price step: the step is read as the balance context L*
-  of ``roofline.balance_context`` (beyond it KV reads outlast the matmuls at any batch), solved for
-  b_kv = 2 N_act / (r L*) with r = F / W of the serving chip. The lecture writes N_act / (r L*)
-  with its "≈300", which is F b_w / (2 W) (``roofline.lecture_ratio``); with BF16 weights that is
-  numerically F / W, so the lecture's answer is half of this one.
-* The storage tier behind a cache duration: the tier whose drain time C / W is closest (on a log
-  scale) to how long the cache is held, a cousin of the five-minute rule: a tier is worth using
-  for data that is read back about once per drain time.
+* KV bytes per token from a long-context price step: the step is read as Chapter 1's balance
+  context L* (``roofline.balance_context``: beyond it KV reads outlast the step's compute at any
+  batch), solved for b_kv = 2 N_act / (r L*) + W f_att / F_att. The second term is new with the
+  second edition of Chapter 1: a model whose attention does f_att FLOPs per cached token (MLA
+  does ~240 per KV byte) needs that many more bytes for the same step. In the lecture's
+  convention r is F/W at BF16 (its "≈300") and the matmuls run in the weights' format at 2/b_w
+  times that rate: b_kv = N_act b_w / (r L*) + f_att / r, the lecture's N_act / (r L*) with FP8
+  weights and negligible attention FLOPs.
+* The storage tier behind a cache duration. Holding X bytes for T seconds in a tier costs its
+  price per byte-second p_hold times X T for the capacity, plus p_hold X C / W for reading it back
+  (the share of the device's life the read occupies): p_hold X (T + C/W), a line in T whose
+  intercept is set by the drain time C/W. The cheapest tier for a hold time is on the lower
+  envelope of these lines, and consecutive tiers trade places at break-even hold times, the
+  cousin of Gray and Putzolu's five-minute rule. Recomputing the prefill instead costs the same
+  at any T: past some hold time every tier loses to rematerialisation.
 """
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
+from functools import cache
 
+import numpy as np
 import sympy as sp
 
-from . import roofline
+from . import calculator, catalog, roofline
 from .catalog import models, prices, systems, tiers
-from .errors import ChalkError, positive
-from .notation import C, F, L_star, N_act, T_hold, W, b_kv, eta_c, p_in, p_out
+from .catalog.quoted import USD_PER_CHIP_HOUR
+from .errors import ChalkError, non_negative, positive, positive_int
+from .notation import C, F, F_att, L, L_star, N_act, T_hold, W, b_kv, b_w, eta_c, f_att, p_hold, p_in, p_out, r
 
 # --- formulas -------------------------------------------------------------------------------
 # Both passes are priced by their weight matmuls, at short context where attention is negligible.
 _prefill_time = roofline.t_matmul.subs(roofline.B, 1)
 _decode_time = _prefill_time.subs(F, eta_c * F)
-decode_mfu_from_prices = sp.solve(sp.Eq(p_out / p_in, _decode_time / _prefill_time), eta_c)[0]
+decode_mfu_expr = sp.solve(sp.Eq(p_out / p_in, _decode_time / _prefill_time), eta_c)[0]
 """eta_c = p_in / p_out: decode MFU implied by the ratio of output to input price."""
 
-kv_bytes_from_step = sp.solve(sp.Eq(L_star, roofline.balance_context.subs(roofline.f_att, 0)), b_kv)[0]
-"""b_kv = 2 N_act / (r L*): KV bytes per token implied by a price step at context L*, for a model
-whose attention FLOPs are negligible beside its KV bytes (MHA/GQA, about 8 FLOP per byte). An MLA
-model does f_att FLOPs per cached token and would need f_att / r more bytes for the same step."""
+kv_bytes_from_step = sp.expand(sp.solve(sp.Eq(L_star, roofline.balance_context), b_kv)[0])
+"""b_kv = 2 N_act / (r L*) + W f_att / F_att: KV bytes per token implied by a step at L*, with r = F/W
+in the weights' format and attention at F_att."""
+
+kv_bytes_lecture_convention = sp.expand(kv_bytes_from_step.subs({r: 2 * r / b_w, F_att: r * W}, simultaneous=True))
+"""b_kv = N_act b_w / (r L*) + f_att / r with r = F/W at BF16 (the lecture's ≈300), the matmuls at
+2/b_w times the BF16 rate and attention at the BF16 rate."""
+
+attention_crossover = sp.solve(sp.Eq(roofline.t_matmul, roofline.t_attn), L)[0]
+"""L where a decode token's attention FLOPs take as long as its weight matmuls: 2 N_act F_att / (f_att F)."""
 
 drain_time = C / W
 """Seconds to read a whole tier once."""
 
+hold_cost = p_hold * (T_hold + drain_time)
+"""Dollars per byte to hold a cache for T_hold in a tier and read it back once."""
+
+break_even_hold = sp.solve(sp.Eq(hold_cost, hold_cost.subs({p_hold: sp.Symbol("p'", positive=True),
+                                                               C: sp.Symbol("C'", positive=True),
+                                                               W: sp.Symbol("W'", positive=True)})), T_hold)[0]
+"""Hold time at which two tiers (unprimed and primed) cost the same."""
+
 tier_mismatch = sp.Abs(sp.log(drain_time / T_hold))
 """How far a tier's drain time is from the hold time, on a log scale (0 = a perfect match)."""
 
-
-def tier_for_hold(hold_seconds: float, target="H100-SXM") -> tiers.Tier:
-    """The tier whose drain time C/W is nearest ``hold_seconds`` on a log scale."""
-    positive("hold_seconds", hold_seconds)
-    mismatch = sp.lambdify((C, W, T_hold), tier_mismatch, "math")
-    return min(tiers.tiers_with_hbm(target), key=lambda t: mismatch(t.capacity, t.bandwidth, hold_seconds))
+_hold_cost = sp.lambdify((p_hold, T_hold, C, W), hold_cost, "numpy")
+_mismatch = sp.lambdify((C, W, T_hold), tier_mismatch, "math")
+_kv_lecture = sp.lambdify((N_act, r, L_star, b_w, f_att), kv_bytes_lecture_convention, "math")
+_decode_mfu = sp.lambdify((p_in, p_out), decode_mfu_expr, "math")
 
 
-# --- deductions -----------------------------------------------------------------------------
+# --- the contract ---------------------------------------------------------------------------
+def kv_bytes_from_crossover(crossover_tokens, active_params, intensity, *, flops_per_param=2,
+                            bytes_per_weight=1, attention_flops_per_token=0) -> float:
+    """KV bytes per token at which a step's KV reads take as long as its compute at
+    ``crossover_tokens`` of context (the balance context L*).
+
+    ``intensity`` is r = F/W at BF16, the lecture's "≈300" FLOP per byte. With the defaults (2 FLOPs
+    per parameter, FP8 weights whose matmuls run at twice the BF16 rate, attention FLOPs neglected)
+    this is the lecture's N_act / (r L*). BF16 weights (``bytes_per_weight=2``) double it; counting
+    one multiply per parameter (``flops_per_param=1``) halves it; ``attention_flops_per_token``
+    (f_att, run at the BF16 rate) adds f_att / r.
+    """
+    positive("crossover_tokens", crossover_tokens)
+    positive("active_params", active_params)
+    positive("intensity", intensity)
+    positive("flops_per_param", flops_per_param)
+    positive("bytes_per_weight", bytes_per_weight)
+    non_negative("attention_flops_per_token", attention_flops_per_token)
+    # 2 N_act in the roofline is the FLOPs of one token: flops_per_param N_act in general.
+    n_equiv = active_params * flops_per_param / 2
+    return float(_kv_lecture(n_equiv, intensity, crossover_tokens, bytes_per_weight, attention_flops_per_token))
+
+
+def decode_mfu_from_prices(input_price, output_price) -> float:
+    """Decode MFU relative to prefill, p_in / p_out, when both prices track chip-time per token."""
+    positive("input_price", input_price)
+    positive("output_price", output_price)
+    return float(_decode_mfu(input_price, output_price))
+
+
+# --- deductions from one price entry ---------------------------------------------------------
 @dataclass(frozen=True)
 class Deduction:
     """A number read off prices, the formula it came from, and the real figure where we have one."""
@@ -61,43 +114,58 @@ class Deduction:
     actual_label: str = ""
 
 
+def _price(price):
+    return prices.get(price) if isinstance(price, str) else price
+
+
+def _model(model):
+    return models.get(model) if isinstance(model, str) else model
+
+
 def implied_decode_mfu(price) -> Deduction:
-    price = prices.get(price) if isinstance(price, str) else price
-    value = float(decode_mfu_from_prices.subs({p_in: price.input, p_out: price.output}))
-    return Deduction("decode MFU", value, decode_mfu_from_prices,
+    price = _price(price)
+    return Deduction("decode MFU", decode_mfu_from_prices(price.input, price.output), decode_mfu_expr,
                      {"p_in": price.input, "p_out": price.output})
 
 
-def implied_kv_bytes_per_token(price, model, target="H100-SXM", dtype="bf16",
-                               kv_bytes_per_element=2) -> Deduction:
-    """b_kv implied by ``price``'s long-context step, for ``model`` served on ``target``."""
-    price = prices.get(price) if isinstance(price, str) else price
-    model = models.get(model) if isinstance(model, str) else model
+def implied_kv_bytes_per_token(price, model, target="H100-SXM", dtype="bf16", kv_bytes_per_element=2) -> Deduction:
+    """b_kv implied by ``price``'s long-context step for ``model`` served on ``target`` in ``dtype``,
+    counting the model's own attention FLOPs per cached token at the chip's BF16 rate."""
+    price, model = _price(price), _model(model)
     if not price.long_context:
         raise ChalkError(f"price: {price.name} has no long-context price step to read")
     hw = systems.system_or_chip(target, param="target")
     step = price.long_context["above_tokens"]
-    r_value = hw.intensity(dtype)
-    value = float(kv_bytes_from_step.subs({N_act: model.active_params, roofline.r: r_value, L_star: step}))
+    rep = roofline.replica(hw.chip if isinstance(hw, systems.System) else hw, model, dtype,
+                           hw.count if isinstance(hw, systems.System) else 1, kv_bytes_per_element)
+    n_act, _, _, _, flops, bw, f, f_rate, *_ = rep.params()
+    inputs = {N_act: n_act, r: flops / bw, L_star: step, W: bw, f_att: f, F_att: f_rate}
+    value = float(kv_bytes_from_step.subs(inputs))
     return Deduction("KV bytes per token", value, kv_bytes_from_step,
-                     {"N_act": model.active_params, "r": r_value, "L*": step},
+                     {"N_act": n_act, "r": flops / bw, "L*": step, "W": bw, "f_att": f, "F_att": f_rate},
                      actual=model.kv_bytes_per_token(kv_bytes_per_element),
                      actual_label=f"{model.display} from its config")
-
-
-def implied_cache_tier(hold_seconds: float, target="H100-SXM") -> Deduction:
-    tier = tier_for_hold(hold_seconds, target)
-    return Deduction("storage tier", tier.drain_time, drain_time,
-                     {"T_hold": hold_seconds, "tier": tier.display})
 
 
 CACHE_HOLDS = {"cache_write_5m": 300.0, "cache_write_1h": 3600.0}
 """Seconds a cache is held for each cache-write price field."""
 
 
+def tier_for_hold(hold_seconds: float, target="H100-SXM") -> tiers.Tier:
+    """The lecture's rule of thumb: the tier whose drain time C/W is nearest ``hold_seconds`` on a
+    log scale. ``cheapest_tier`` is the cost rule it approximates."""
+    positive("hold_seconds", hold_seconds)
+    return min(tiers.tiers_with_hbm(target), key=lambda t: _mismatch(t.capacity, t.bandwidth, hold_seconds))
+
+
+def implied_cache_tier(hold_seconds: float, target="H100-SXM") -> Deduction:
+    tier = cheapest_tier(hold_seconds, target)
+    return Deduction("storage tier", tier.drain_time, drain_time, {"T_hold": hold_seconds, "tier": tier.display})
+
+
 def deduce(price, model=None, target="H100-SXM", dtype="bf16") -> list[Deduction]:
     """Everything this module reads off one price entry."""
-    price = prices.get(price) if isinstance(price, str) else price
+    price = _price(price)
     out = [implied_decode_mfu(price)]
     if price.long_context and model is not None:
         out.append(implied_kv_bytes_per_token(price, model, target, dtype))
@@ -108,7 +176,284 @@ def deduce(price, model=None, target="H100-SXM", dtype="bf16") -> list[Deduction
 
 def fast_tier_batches(price) -> tuple[float, float] | None:
     """(normal, fast) batch / B* implied by a fast tier's speed-up and price (``roofline.fast_mode``)."""
-    price = prices.get(price) if isinstance(price, str) else price
+    price = _price(price)
     if price.fast_speedup is None:
         return None
     return roofline.fast_mode(price.fast_speedup, price.fast_multipliers[1])
+
+
+def cache_multipliers(price) -> dict[str, float]:
+    """Each published cache price over the base input price (read, 5-minute write, 1-hour write)."""
+    price = _price(price)
+    return {key: price.ratio(key) for key in ("cache_read", "cache_write_5m", "cache_write_1h")
+            if getattr(price, key) is not None}
+
+
+# --- KV bytes per token by attention design --------------------------------------------------
+@dataclass(frozen=True)
+class KVRow:
+    model: str
+    design: str
+    kv_bytes_per_token: float
+    """b_kv once every sliding window is full (full-attention layers, shared caches counted once)"""
+    attention_flops_per_token: float
+    """f_att, decode FLOPs per cached token"""
+    balance_context: float
+    """L* on the table's chip and format (inf: attention FLOPs outlast the KV reads)"""
+
+
+def kv_table(target="H100-SXM", dtype="fp8", kv_bytes_per_element=2, share: dict | None = None) -> list[KVRow]:
+    """b_kv, f_att and L* for every catalog model, smallest b_kv first. ``share`` maps a model name to a
+    cross-layer KV-sharing factor to apply (a design no catalog model uses: a variant, named so)."""
+    hw = systems.system_or_chip(target, param="target")
+    chip = hw.chip if isinstance(hw, systems.System) else hw
+    chips = hw.count if isinstance(hw, systems.System) else 1
+    variants = [(name, m) for name, m in models.catalog_models().items()]
+    for name, g in (share or {}).items():
+        base = models.get(name)
+        variants.append((f"{base.name} with KV shared by {positive_int('share', g)} layers", replace(base, kv_share=g)))
+    rows = []
+    for name, m in variants:
+        rep = roofline.replica(chip, m, dtype, chips, kv_bytes_per_element)
+        rows.append(KVRow(name, m.attention_kind, m.kv_bytes_per_token(kv_bytes_per_element),
+                          m.attention_flops_per_cached_token(), rep.balance_context()))
+    return sorted(rows, key=lambda row: row.kv_bytes_per_token)
+
+
+def attention_crossover_context(model, target="H100-SXM", dtype="fp8") -> float:
+    """Context at which one decode token's attention FLOPs take as long as its weight matmuls
+    (attention at the chip's BF16 rate, matmuls in ``dtype``). Sliding-window layers add a bounded
+    term, counted at the context found (one correction step is exact once every window is full);
+    a model with no full-attention layer never crosses (inf)."""
+    model = _model(model)
+    hw = systems.system_or_chip(target, param="target")
+    rep = roofline.replica(hw.chip if isinstance(hw, systems.System) else hw, model, dtype,
+                           hw.count if isinstance(hw, systems.System) else 1)
+    n_act, _, _, _, flops, _, f, f_rate, *_ = rep.params()
+    if f == 0:
+        return math.inf
+    budget = 2 * n_act * f_rate / flops  # attention FLOPs (at F_att) that take as long as the matmuls
+    crossing = float(attention_crossover.subs({N_act: n_act, F: flops, F_att: f_rate, f_att: f}))
+    windowed = model.attention_flops_windowed(crossing)
+    if windowed:
+        crossing = (budget - windowed) / f
+        if crossing < (model.sliding_window or 0):
+            raise ChalkError(f"model: {model.display}'s windowed layers alone match its matmuls before the "
+                             "windows fill; the crossing is not linear there")
+    return crossing
+
+
+# --- sparse attention -----------------------------------------------------------------------
+SPARSE_ATTENTION = "deepseek-v32-sparse-attention"
+"""DeepSeek Sparse Attention's published shapes (``data/quoted.toml``)."""
+
+
+@cache
+def sparse_attention_config() -> dict:
+    return dict(catalog.load("quoted.toml")[SPARSE_ATTENTION])
+
+
+@dataclass(frozen=True)
+class AttentionWork:
+    """What one decode token's attention does over its cached context, all layers."""
+    flops: float
+    kv_bytes: float
+    """bytes of KV cache (and indexer keys) the token reads"""
+
+
+def decode_attention_work(model, context, sparse=False, kv_bytes_per_element=2) -> AttentionWork:
+    """Attention FLOPs and KV bytes of one decode token at ``context`` cached tokens.
+
+    Dense: f_att and b_kv per cached token (sliding windows counted exactly). Sparse (DeepSeek
+    Sparse Attention): an FP8 indexer scores every cached token in every attention layer
+    (2 x heads x width FLOPs, width x key bytes read), then the model's own attention runs on the
+    top k only. Modelled for models whose attention layers are all global."""
+    model = _model(model)
+    L_ = float(non_negative("context", context))
+    if not sparse:
+        return AttentionWork(model.attention_flops_per_cached_token() * L_ + model.attention_flops_windowed(L_),
+                             float(model.kv_bytes(L_, kv_bytes_per_element)))
+    if model.sliding_window:
+        raise ChalkError(f"model: sparse attention is modelled on global attention layers only; "
+                         f"{model.display} has sliding-window layers")
+    q = sparse_attention_config()
+    layers, attended = model.n_attention_layers, min(L_, q["index_top_k"])
+    index_flops = 2 * q["index_heads"] * q["index_head_dim"] * layers * L_
+    index_bytes = q["index_head_dim"] * q["index_key_bytes"] * layers * L_
+    return AttentionWork(index_flops + model.attention_flops_per_cached_token() * attended,
+                         index_bytes + model.kv_bytes_per_token(kv_bytes_per_element) * attended)
+
+
+def growth_exponent(model, context, sparse=False, quantity="kv_bytes") -> float:
+    """d ln(work) / d ln(L) between ``context`` and twice it: 1 for a term linear in L, 0.5 for sqrt(L)."""
+    positive("context", context)
+    if quantity not in ("kv_bytes", "flops"):
+        raise ChalkError(f"quantity must be 'kv_bytes' or 'flops', got {quantity!r}")
+    low, high = (getattr(decode_attention_work(model, x, sparse), quantity) for x in (context, 2 * context))
+    return math.log2(high / low)
+
+
+# --- cost per token against context (graph C) -------------------------------------------------
+@dataclass(frozen=True)
+class ContextCost:
+    """Chapter 1's bound per decode token at a fixed batch, over a range of contexts."""
+    context: np.ndarray
+    compute: np.ndarray
+    """seconds of chip time per token for the matmuls and attention"""
+    memory: np.ndarray
+    """seconds of chip time per token for the weight and KV reads"""
+    chips: int
+    usd_per_chip_hour: float
+
+    @property
+    def usd_per_million_tokens(self) -> np.ndarray:
+        return 1e6 * np.maximum(self.compute, self.memory) * self.chips * self.usd_per_chip_hour / 3600
+
+    @property
+    def relative(self) -> np.ndarray:
+        """Cost per token over its value at the first context."""
+        cost = np.maximum(self.compute, self.memory)
+        return cost / cost[0]
+
+    @property
+    def kink(self) -> float:
+        """First context at which the reads outlast the compute (inf if none in the range)."""
+        bound = self.context[self.memory > self.compute]
+        return float(bound[0]) if bound.size else math.inf
+
+
+def cost_against_context(model, target, contexts, batch, dtype="fp8", kv_bytes_per_element=2,
+                         usd_per_chip_hour=USD_PER_CHIP_HOUR) -> ContextCost:
+    """Graph C: compute and memory time per decode token against context, ``batch`` sequences
+    per step at every context. Capacity is not checked: the curve is the bandwidth bound the
+    lecture draws, whether or not that many sequences of that length fit in HBM
+    (``roofline.max_batch`` says how many do). As the batch grows the kink tends to L*."""
+    hw = systems.system_or_chip(target, param="target")
+    rep = roofline.replica(hw.chip if isinstance(hw, systems.System) else hw, model, dtype,
+                           hw.count if isinstance(hw, systems.System) else 1, kv_bytes_per_element)
+    contexts = np.asarray(non_negative("contexts", np.asarray(contexts, dtype=float)))
+    if contexts.ndim != 1 or contexts.size == 0:
+        raise ChalkError(f"contexts must be a non-empty list of token counts, got {contexts!r}")
+    positive("batch", batch)
+    positive("usd_per_chip_hour", usd_per_chip_hour)
+    p = rep.params(contexts)
+    times = {k: np.broadcast_to(roofline.numeric[k](batch, contexts, *p), contexts.shape) / batch
+             for k in ("t_compute", "t_mem")}
+    return ContextCost(contexts, times["t_compute"], times["t_mem"], rep.chips, float(usd_per_chip_hour))
+
+
+# --- passes of n tokens (graph D) -------------------------------------------------------------
+@dataclass(frozen=True)
+class PassTimes:
+    n: np.ndarray
+    """new tokens per sequence in the pass"""
+    compute: np.ndarray
+    """seconds of compute (matmuls and attention) of each pass"""
+    memory: np.ndarray
+    """seconds of weight and KV reads of each pass"""
+
+    @property
+    def step(self) -> np.ndarray:
+        return np.maximum(self.compute, self.memory)
+
+    @property
+    def per_token(self) -> np.ndarray:
+        return self.step / self.n
+
+    @property
+    def knee(self) -> float:
+        """First n at which compute outlasts memory (inf if none in the range)."""
+        bound = self.n[self.compute >= self.memory]
+        return float(bound[0]) if bound.size else math.inf
+
+
+def pass_times(model, target, ns, cached=0, batch=1, dtype="bf16", **kwargs) -> PassTimes:
+    """Time of one pass of n new tokens for each of ``batch`` sequences with ``cached`` tokens already
+    in the cache, for each n in ``ns`` (``calculator.run_pass``: n = 1 is decode, n = prompt is prefill)."""
+    ns = np.asarray(ns)
+    if ns.ndim != 1 or ns.size == 0:
+        raise ChalkError(f"ns must be a non-empty list of token counts, got {ns!r}")
+    non_negative("cached", cached)
+    points = [calculator.run_pass(model, target, batch, cached + int(positive_int("n", int(k))), n=int(k),
+                                  dtype=dtype, **kwargs) for k in ns]
+    return PassTimes(ns.astype(float), np.array([p.t_compute for p in points]),
+                     np.array([p.t_weights + p.t_kv for p in points]))
+
+
+# --- prompt caching: the tier rule ------------------------------------------------------------
+def hold_costs(hold_seconds, target="H100-SXM", usd_per_chip_hour=USD_PER_CHIP_HOUR,
+               lifetime_years=tiers.LIFETIME_YEARS) -> dict[str, float]:
+    """Dollars per byte to hold a cache for ``hold_seconds`` in each tier of ``target`` and read it back once."""
+    non_negative("hold_seconds", hold_seconds)
+    return {t.name: float(_hold_cost(t.usd_per_byte_second, hold_seconds, t.capacity, t.bandwidth))
+            for t in tiers.tiers_with_hbm(target, usd_per_chip_hour, lifetime_years)}
+
+
+@dataclass(frozen=True)
+class Switch:
+    """On the cost envelope, ``slower`` becomes cheaper than ``faster`` from ``hold_seconds`` on."""
+    faster: tiers.Tier
+    slower: tiers.Tier
+    hold_seconds: float
+
+
+def _break_even(a: tiers.Tier, b: tiers.Tier) -> float:
+    """Hold time where a and b cost the same (``break_even_hold``); inf if they never do."""
+    if a.usd_per_byte_second == b.usd_per_byte_second:
+        return math.inf
+    t = ((b.usd_per_byte_second * b.drain_time - a.usd_per_byte_second * a.drain_time)
+         / (a.usd_per_byte_second - b.usd_per_byte_second))
+    return t if t > 0 else math.inf
+
+
+def tier_envelope(target="H100-SXM", usd_per_chip_hour=USD_PER_CHIP_HOUR,
+                  lifetime_years=tiers.LIFETIME_YEARS) -> tuple[tiers.Tier, list[Switch]]:
+    """The rule: the cheapest tier at T = 0 and the break-even hold times at which cheaper-to-hold
+    tiers take over, in order. Each step moves to the tier whose line crosses the current one first."""
+    held = tiers.tiers_with_hbm(target, usd_per_chip_hour, lifetime_years)
+    first = current = min(held, key=lambda t: (t.usd_per_byte_second * t.drain_time, t.usd_per_byte_second))
+    switches, now = [], 0.0
+    while True:
+        later = [(_break_even(current, t), t) for t in held if t.usd_per_byte_second < current.usd_per_byte_second]
+        later = [(when, t) for when, t in later if now <= when < math.inf]
+        if not later:
+            return first, switches
+        when, nxt = min(later, key=lambda x: (x[0], x[1].usd_per_byte_second))
+        switches.append(Switch(current, nxt, when))
+        current, now = nxt, when
+
+
+def cheapest_tier(hold_seconds, target="H100-SXM", usd_per_chip_hour=USD_PER_CHIP_HOUR,
+                  lifetime_years=tiers.LIFETIME_YEARS) -> tiers.Tier:
+    """The tier the break-even rule picks for a cache held ``hold_seconds``."""
+    non_negative("hold_seconds", hold_seconds)
+    first, switches = tier_envelope(target, usd_per_chip_hour, lifetime_years)
+    chosen = first
+    for s in switches:
+        if hold_seconds >= s.hold_seconds:
+            chosen = s.slower
+    return chosen
+
+
+def recompute_usd_per_byte(model, target, prompt, dtype="bf16", usd_per_chip_hour=USD_PER_CHIP_HOUR) -> float:
+    """Dollars per byte of KV cache to rebuild it: one prefill of ``prompt`` tokens at the roofline
+    (``calculator.prefill``), over the bytes its cache holds."""
+    model = _model(model)
+    point = calculator.prefill(model, target, 1, prompt, dtype=dtype, usd_per_chip_hour=usd_per_chip_hour)
+    usd = point.usd_per_million_tokens / 1e6 * prompt
+    return usd / float(model.kv_bytes(prompt))
+
+
+def rematerialise_after(model, target, prompt, dtype="bf16", usd_per_chip_hour=USD_PER_CHIP_HOUR,
+                        lifetime_years=tiers.LIFETIME_YEARS) -> float:
+    """Hold time beyond which recomputing the prefill costs less than holding the cache in the
+    tier the rule picks: where the envelope of hold costs reaches the cost of a rebuild."""
+    rebuild = recompute_usd_per_byte(model, target, prompt, dtype, usd_per_chip_hour)
+    first, switches = tier_envelope(target, usd_per_chip_hour, lifetime_years)
+    segments = [(first, 0.0)] + [(s.slower, s.hold_seconds) for s in switches]
+    ends = [start for _, start in segments[1:]] + [math.inf]
+    for (tier, start), end in zip(segments, ends):
+        when = rebuild / tier.usd_per_byte_second - tier.drain_time  # p_hold (T + C/W) = rebuild
+        if when < end:
+            return max(start, when)
+    raise AssertionError("the last tier's cost grows without bound")

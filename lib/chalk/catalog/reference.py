@@ -1,6 +1,6 @@
 """Markdown tables for the reference pages, generated from the notation module and the data."""
 from .. import notation
-from . import hardware, models, prices, systems
+from . import hardware, models, prices, systems, tiers
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -93,3 +93,13 @@ def prices_table() -> str:
     return _table(["provider", "model", "name", "input $/Mtok", "output", "out ÷ in", "cache read",
                    "cache write 5 min", "cache write 1 h", "long context in / out", "fast tier in / out",
                    "source, as of"], rows)
+
+
+def tiers_table() -> str:
+    rows = [[t.display, f"`{t.name}`", f"`{t.system}`" if t.system else "–", f"{t.capacity / 1e12:g}",
+             f"{t.bandwidth / 1e9:g}", f"{float(f'{t.drain_time:.3g}'):,g}", f"{t.usd_per_byte_second * 1e9 * 3600:.2g}",
+             _source(t), f"[source]({t.price_source}), {t.price_as_of}"]
+            for t in tiers.catalog_tiers().values()]
+    return _table(["tier", "name", "host of", "capacity TB", "read GB/s", "drain C/W s",
+                   f"$ per GB-hour ({tiers.LIFETIME_YEARS:g}-year amortisation)", "source, as of",
+                   "price source, as of"], rows)

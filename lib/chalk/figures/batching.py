@@ -159,7 +159,7 @@ def twin_data(model_names=MODELS, systems=HARDWARE, dtypes=DTYPES, contexts=CONT
     panels = [twin.chart("A: step time (lower bound)", xlabel, "time per decode step (ms)", point=point),
               twin.chart("B: cost per token", xlabel, "USD per million output tokens", point=point)]
     styles = {t: twin.line_style(plotting.LABELS[t], plotting.COLORS[t], 3 if t == "t_step" else 1.4,
-                                 "" if t in ("t_step", "t_compute") else "5 3") for t in plotting.TIMES}
+                                 plotting.TWIN_DASHES[t]) for t in plotting.TIMES}
     styles.update(balance=twin.line_style("balance batch B*", plotting.COLORS["balance"], 1.2, "2 3"),
                   nofit=twin.area_style(plotting.NOFIT, plotting.COLORS["nofit"]),
                   point=twin.point_style("operating point", plotting.COLORS["point"]))

@@ -19,6 +19,7 @@ import numpy as np
 from traitlets import TraitError
 
 from ..errors import ChalkError, in_range, lookup
+from .canvas import outline
 
 
 def number(value) -> str:
@@ -131,7 +132,8 @@ class Explorer:
         self._check_names(params)
         self.params = {**self.defaults, **params}
         self.figure = self.make_figure()
-        self.image = widgets.Image(format="png", layout=widgets.Layout(width="100%", max_width="960px"))
+        self.image = widgets.Image(format="png", layout=widgets.Layout(width="100%", max_width="960px"),
+                                   tooltip=self._image_words())
         self.text = widgets.HTML()
         self.widgets = {c.name: c.widget() for c in self.controls}
         self._drawn = None
@@ -140,6 +142,15 @@ class Explorer:
         for w in self.widgets.values():
             w.observe(self._on_change, names="value")
         self.update()
+
+    def _image_words(self) -> str | None:
+        """What the picture shows, for a screen reader: ipywidgets' Image has no alt text, and its
+        tooltip becomes the <img>'s title, which names an image that has none. The axes come from
+        the figure; the numbers of the view are in the readout just above it."""
+        fig = getattr(self.figure, "fig", None)
+        if fig is None:
+            return None
+        return f"{outline(fig)}. The readout above the picture gives the numbers of the view shown."
 
     def _check_names(self, params):
         """An unknown name is a mistake in code, not a reader's choice: raise it."""

@@ -12,11 +12,12 @@ import numpy as np
 import sympy as sp
 
 from .. import scaling
+from ..catalog import models
 from ..catalog.overtraining import LECTURE
 from ..errors import ChalkError, in_range
 from ..notation import C_train, D, N_act, a, b, p, q, x
 from . import explorer, twin
-from .canvas import Layers, new_figure, png, style
+from .canvas import Layers, describe, new_figure, png, style
 from .explorer import Dropdown, linear_slider, log_slider
 
 SHOWN_FITS = ("hoffmann", "epoch")
@@ -139,10 +140,11 @@ class OvertrainingFigure:
             b.set_xlabel("lifetime inference tokens D_inf")
             b.set_ylabel("parameters or tokens")
             b.set_title("the lifetime optimum")
-            self.n_curve = b.plot([], [], color=COLORS["N"], lw=2, label="N*")[0]
-            self.d_curve = b.plot([], [], color=COLORS["D_pre"], lw=2, label="D_pre*")[0]
-            self.n_flat = b.plot([], [], color="#555", lw=1, ls="--", label="Chinchilla's N, D (same loss)")[0]
-            self.d_flat = b.plot([], [], color="#555", lw=1, ls="--")[0]
+            # One legend holds both panels' lines: each has a style of its own, not only a colour.
+            self.n_curve = b.plot([], [], color=COLORS["N"], lw=2, marker="^", ms=4, markevery=4, label="N*")[0]
+            self.d_curve = b.plot([], [], color=COLORS["D_pre"], lw=2, ls="-.", label="D_pre*")[0]
+            self.n_flat = b.plot([], [], color="#555", lw=1, ls=":", label="Chinchilla's N, D (same loss)")[0]
+            self.d_flat = b.plot([], [], color="#555", lw=1, ls=":")[0]
             self.marks = b.plot([], [], "o", ms=7, color=COLORS["lifetime"], mec="black", zorder=5,
                                 clip_on=False)[0]
             self.cursor = b.axvline(INFERENCE_TOKENS[0], color="#555", lw=0.8, ls=":")
@@ -189,14 +191,33 @@ class OvertrainingFigure:
         return self.layers.render(self._ylim, self._view)
 
 
-def figure(fit="hoffmann", target_loss=2.0, inference_tokens=None, **use):
-    """The chapter's static figure for one scenario (defaults: the lecture's inputs)."""
+def scenario_figure(fit="hoffmann", target_loss=2.0, inference_tokens=None, **use):
+    """The chapter's static figure for one scenario (defaults: the lecture's inputs), described
+    from the optimum it marks."""
     params = {**Explorer.defaults, "fit": fit, "target_loss": target_loss, **use}
     if inference_tokens is not None:
         params["inference_tokens"] = inference_tokens
     f = OvertrainingFigure()
     Explorer.draw_on(f, **params)
-    return png(f.fig)
+    p = params
+    s = Scenario(p["fit"], p["target_loss"], p["rl_tokens"], p["rl_flops_per_param_token"], p["rl_inefficiency"],
+                 p["inference_inefficiency"])
+    here, (n0, d0, _) = point(s, p["inference_tokens"]), s.compute_optimal(p["inference_tokens"])
+    c = curves(p["fit"], p["target_loss"], p["rl_tokens"], p["rl_flops_per_param_token"], p["rl_inefficiency"],
+               p["inference_inefficiency"])
+    return describe(f.fig, (
+        f"Under {scaling.get_fit(p['fit']).display}, the target loss {p['target_loss']:g} nats per token is "
+        f"reached by Chinchilla's model, {n0 / 1e9:,.3g} B parameters on {d0 / 1e12:,.3g} T tokens, and, at "
+        f"{p['inference_tokens'] / 1e12:,.3g} T inference tokens, by the lifetime optimum, {here['N'] / 1e9:,.3g} B "
+        f"on {here['D_pre'] / 1e12:,.3g} T tokens, {100 * here['saving']:.3g}% fewer lifetime FLOPs. As inference "
+        f"grows from {INFERENCE_TOKENS[0] / 1e12:,.3g} T to {INFERENCE_TOKENS[-1] / 1e12:,.3g} T tokens, N* falls "
+        f"from {c['N'][0] / 1e9:,.3g} B to {c['N'][-1] / 1e9:,.3g} B and D_pre* rises from "
+        f"{c['D_pre'][0] / 1e12:,.3g} T to {c['D_pre'][-1] / 1e12:,.3g} T."))
+
+
+def figure(fit="hoffmann", target_loss=2.0, inference_tokens=None, **use) -> bytes:
+    """``scenario_figure`` as PNG bytes."""
+    return png(scenario_figure(fit, target_loss, inference_tokens, **use))
 
 
 SESSION = [
@@ -346,21 +367,28 @@ def heuristic_figure(cases=((1.0, 1.0), (1.0, 3.0)), a=1.0, b=1.0, width=4.2, he
     the minimum against the point where the two terms are equal (a Figure; ``png`` makes bytes)."""
     fig, axes = new_figure(width * len(cases), height, len(cases))
     fig.subplots_adjust(left=0.1, right=0.98, bottom=0.16, top=0.86, wspace=0.25)
+    words = []
     for ax, (p, q) in zip(axes, cases):
         x_min, x_eq = float(_x_min(a, b, p, q)), float(_x_equal(a, b, p, q))
         x = np.linspace(0.15 * x_min, 3 * x_min, 300)
         total, rising, falling = (f(x, a, b, p, q) for f in _f_terms)
+        f_min, f_eq = (float(_f_terms[0](v, a, b, p, q)) for v in (x_min, x_eq))
         with style():
             ax.plot(x, total, color="black", lw=2, label="total f(x)")
             ax.plot(x, rising, color="#e07b00", ls="--", label=f"rising a x^{p:g}")
-            ax.plot(x, falling, color="#1f4e9c", ls="--", label=f"falling b x^-{q:g}")
-            ax.axvline(x_min, color="#2a9d3a", lw=1.2, label="minimum")
+            ax.plot(x, falling, color="#1f4e9c", ls="-.", label=f"falling b x^-{q:g}")
+            # Each line has its own dashes as well as its colour, to be told apart in greyscale.
+            ax.axvline(x_min, color="#2a9d3a", lw=1.2, ls=(0, (6, 2, 1, 2, 1, 2)), label="minimum")
             ax.axvline(x_eq, color="#d62728", lw=1.2, ls=":", label="terms equal")
-            ax.set_ylim(0, 2.5 * float(_f_terms[0](x_min, a, b, p, q)))
+            ax.set_ylim(0, 2.5 * f_min)
             ax.set_xlabel("x")
             ax.set_title(f"p = {p:.3g}, q = {q:.3g}: at the minimum rising/falling = q/p = {q / p:.3g}", fontsize=8.5)
             ax.legend(loc="upper center", ncol=2, frameon=False, fontsize=7)
-    return fig
+        words.append(f"with p = {p:.3g} and q = {q:.3g} the minimum is at x = {x_min:.3g}, where f = {f_min:.3g}"
+                     + (", the point where the terms are equal" if np.isclose(x_min, x_eq) else
+                        f"; the terms are equal at x = {x_eq:.3g}, where f = {f_eq:.3g}, "
+                        f"{100 * (f_eq / f_min - 1):.3g}% above the minimum"))
+    return describe(fig, f"A falling and a rising term add up to a U-shaped total: {'; '.join(words)}.")
 
 
 def catalog_figure(fit="hoffmann", width=7.5, height=None):
@@ -380,4 +408,13 @@ def catalog_figure(fit="hoffmann", width=7.5, height=None):
         ax.set_xlabel("training tokens per active parameter")
         ax.grid(axis="y", visible=False)
         fig.legend(loc="lower center", ncol=2, frameon=False, fontsize=7)
-    return fig
+    rule = LECTURE["tokens_per_param"]
+    return describe(fig, (
+        f"Bars, one per model, from {explorer.number(rows[0].tokens_per_param)} tokens per parameter "
+        f"({_display(rows[0])}) to {explorer.number(rows[-1].tokens_per_param)} ({_display(rows[-1])}); "
+        f"{sum(r.tokens_per_param > rule for r in rows)} of {len(rows)} models train past {rule:g} tokens per "
+        f"parameter and {sum(r.vs_fit > 1 for r in rows)} past the fit's compute-optimal point for their size."))
+
+
+def _display(row) -> str:
+    return models.get(row.model).display

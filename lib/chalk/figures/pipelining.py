@@ -13,13 +13,16 @@ from matplotlib.patches import Patch
 from .. import pipeline
 from ..errors import ChalkError
 from . import explorer, twin
-from .canvas import fast_png, new_figure, style
+from .canvas import describe, fast_png, new_figure, style
 from .explorer import Dropdown
 
 COLORS = {"forward": "#0072B2", "backward": "#E69F00", "forward2": "#56B4E9", "backward2": "#F0C46B",
           "idle": "#EEEEEE"}
 """Forward blue, backward orange; odd chunks of an interleaved schedule in the lighter shade."""
 LABELS = {"gpipe": "GPipe", "1f1b": "1F1B", "interleaved": "interleaved 1F1B", "inference": "inference"}
+MARKERS = ("o", "^", "s", "D", "v")
+"""One marker per pipeline depth in a plot: the depths stay apart in greyscale and to a reader
+who cannot tell the colours apart."""
 
 STAGES = (2, 4, 8, 16)
 MICROBATCHES = (1, 2, 4, 8, 16, 32, 64)
@@ -68,31 +71,69 @@ def gantt_figure(runs, titles, width=8.0, label_limit=16):
                             Patch(color=COLORS["backward"], label="backward")],
                    loc="upper right", ncol=2, frameon=False)
         fig.tight_layout(rect=(0, 0, 1, 0.97))
-    return fig
+    return describe(fig, " ".join(_gantt_words(r, title) for r, title in zip(runs, titles)))
+
+
+_ORDER = {"gpipe": "every forward pass, then every backward pass",
+          "1f1b": "warm-up forwards, then one forward and one backward in turn, then the last backwards",
+          "interleaved": "{v} model chunks per stage, forwards and backwards in turn",
+          "inference": "forward passes only, each batch moving down the stages",
+          "decode": "forward passes only, each micro-batch re-entering stage 1 for its next token"}
+"""What a Gantt chart of each schedule looks like, in words for its alternative text."""
+
+
+def _gantt_words(r: pipeline.Simulation, title: str) -> str:
+    """One chart in words, its numbers measured on the simulated step."""
+    order = _ORDER[r.schedule].format(v=r.chunks)
+    lasts = {kind: max(e.end - e.start for e in r.events if e.kind == kind)
+             for kind in ("forward", "backward") if any(e.kind == kind for e in r.events)}
+    boxes = ", ".join(f"a {kind} box {length:g} t_F long" for kind, length in lasts.items())
+    return (f"Gantt chart {title}: {r.microbatches} micro-batches through {r.stages} stages, {order}, "
+            f"{boxes}; the step lasts {r.makespan:g} t_F and the stages are idle {r.idle_fraction:.0%} of it.")
 
 
 def bubble_figure(stages=(4, 8, 16), microbatches=(1, 2, 4, 8, 16, 32, 64), chunks=2):
-    """Bubble fraction against micro-batches: the closed forms as lines, the simulator as dots."""
+    """Bubble fraction against micro-batches: the closed forms as lines (a marker per P, dashed
+    when interleaved), the simulator as crosses on them."""
     fig, (ax,) = new_figure(7.0, 3.6)
     ms = np.asarray(microbatches)
+    simulated = []  # (m, bubble) the simulator measured, drawn as one set of crosses
+    words = []
     with style():
-        for P_, color in zip(stages, ("#0072B2", "#009E73", "#D55E00")):
-            ax.plot(ms, pipeline.bubble_fraction(P_, ms, "1f1b"), color=color, label=f"P = {P_}, GPipe and 1F1B")
-            ax.plot(ms, [run(P_, int(m_), "1f1b").idle_fraction for m_ in ms], "o", color=color, ms=4)
+        for P_, color, marker in zip(stages, ("#0072B2", "#009E73", "#D55E00", "#CC79A7"), MARKERS):
+            closed = pipeline.bubble_fraction(P_, ms, "1f1b")
+            ax.plot(ms, closed, color=color, marker=marker, ms=5, label=f"P = {P_}, GPipe and 1F1B")
+            simulated += [(m_, run(P_, int(m_), "1f1b").idle_fraction) for m_ in ms]
             ok = ms[ms % P_ == 0]
-            ax.plot(ok, pipeline.bubble_fraction(P_, ok, "interleaved", chunks), color=color, ls="--",
+            interleaved = pipeline.bubble_fraction(P_, ok, "interleaved", chunks)
+            ax.plot(ok, interleaved, color=color, ls="--", marker=marker, ms=5, mfc="white",
                     label=f"P = {P_}, interleaved, v = {chunks}")
-            ax.plot(ok, [run(P_, int(m_), "interleaved", chunks).idle_fraction for m_ in ok], "s",
-                    color=color, ms=4, mfc="white")
+            simulated += [(m_, run(P_, int(m_), "interleaved", chunks).idle_fraction) for m_ in ok]
+            words.append(f"P = {P_}: from {closed[0]:.0%} at m = {ms[0]} to {closed[-1]:.1%} at m = {ms[-1]}"
+                         + (f", {interleaved[-1]:.1%} interleaved" if len(ok) else ""))
+        xs, ys = zip(*simulated)
+        ax.plot(xs, ys, "x", color="black", ms=4, ls="none", label="simulated")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("micro-batches per step, m")
         ax.set_ylabel("bubble: idle fraction of the step")
         ax.set_ylim(0, 1)
         ax.set_xticks(ms, [str(x) for x in ms])
-        ax.legend(fontsize=7, ncol=2, frameon=False, title="lines: closed form; markers: simulated",
+        ax.legend(fontsize=7, ncol=2, frameon=False, title="lines: closed form; crosses: simulated",
                   title_fontsize=7)
         fig.tight_layout()
-    return fig
+    gap = max(abs(y - b) for (m_, y), b in zip(simulated, _closed_forms(stages, ms, chunks)))
+    return describe(fig, f"The bubble falls as the micro-batches grow and rises with the stages: "
+                         f"{'; '.join(words)}. Every simulated cross sits on its line "
+                         f"(largest gap {gap:.0e}).")
+
+
+def _closed_forms(stages, ms, chunks) -> list[float]:
+    """The closed form at each simulated point of ``bubble_figure``, in the order it runs them."""
+    out = []
+    for P_ in stages:
+        out += [float(pipeline.bubble_fraction(P_, m_, "1f1b")) for m_ in ms]
+        out += [float(pipeline.bubble_fraction(P_, m_, "interleaved", chunks)) for m_ in ms[ms % P_ == 0]]
+    return out
 
 
 # --- the live explorer ------------------------------------------------------------------------

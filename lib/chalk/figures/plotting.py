@@ -15,6 +15,7 @@ from ..catalog import hardware, models
 from ..errors import ChalkError
 from ..notation import n_chips, p_chip
 from ..catalog.quoted import USD_PER_CHIP_HOUR
+from . import canvas
 from .canvas import Layers, new_figure, png, style  # png: the notebook's plotting.png
 
 # Okabe and Ito's palette: distinguishable under every common colour-vision deficiency.
@@ -27,6 +28,10 @@ BATCHES = np.logspace(0, 5, 101)
 """Batches drawn: 1 to 100,000 sequences, 20 points per decade."""
 
 TIMES = ("t_compute", "t_weights", "t_kv", "t_mem", "t_step")
+LINESTYLES = {"t_compute": (0, (8, 2)), "t_weights": "--", "t_kv": ":", "t_mem": "-.", "t_step": "-"}
+"""Each series its own dash as well as its colour, so greyscale and colour-blind readers tell them apart."""
+TWIN_DASHES = {"t_compute": "10 3", "t_weights": "5 3", "t_kv": "2 2", "t_mem": "8 3 2 3", "t_step": ""}
+"""The same distinction in the static twin's SVG dash arrays."""
 REGIMES = ("memory-bound (weights)", "memory-bound (KV cache)", "compute-bound", "compute-bound (attention)")
 """The names ``roofline.DecodePoint.regime`` uses, indexed by ``regimes``' codes."""
 NOFIT = "does not fit in HBM"
@@ -146,11 +151,10 @@ class RooflineFigure:
                 self.spans[ax] = ax.axvspan(BATCHES[-1], BATCHES[-1], facecolor=COLORS["nofit"],
                                             alpha=0.3, hatch="//", edgecolor="white", lw=0,
                                             label=NOFIT)
-                self.balance[ax] = ax.axvline(1, color=COLORS["balance"], ls=":", lw=1.2,
+                self.balance[ax] = ax.axvline(1, color=COLORS["balance"], ls=(0, (1, 3)), lw=1.2,
                                               label="balance batch B*")
                 self.lines[ax] = {t: ax.plot([], [], color=COLORS[t], label=LABELS[t],
-                                             lw=2.8 if t == "t_step" else 1.3,
-                                             ls="-" if t in ("t_step", "t_compute") else "--",
+                                             lw=2.8 if t == "t_step" else 1.3, ls=LINESTYLES[t],
                                              zorder=3 if t == "t_step" else 2)[0] for t in TIMES}
                 # Unclipped: at the first or last batch the marker is drawn whole, past the axes.
                 self.points[ax] = ax.plot([], [], "o", ms=8, color=COLORS["point"], mec="black",
@@ -241,7 +245,25 @@ def roofline_figure(chip, model, context=0, dtype="bf16", chips=1, usd_per_chip_
     """Graphs A and B for one replica, with the operating point at ``batch`` if given."""
     c = curves(chip, model, context, dtype, chips, usd_per_chip_hour, kv_bytes_per_element)
     point = None if batch is None else (batch, *c.at(batch))
-    return RooflineFigure().draw(c, point, describe(chip, model, context, dtype, chips))
+    fig = RooflineFigure().draw(c, point, describe(chip, model, context, dtype, chips))
+    return canvas.describe(fig, _words(c, describe(chip, model, context, dtype, chips)))
+
+
+def _words(c: Curves, title: str) -> str:
+    """What graphs A and B show, in numbers from the same curves."""
+    step = c.time["t_step"]
+    fits = c.batch <= c.max_batch
+    parts = [f"{title}. Step time {1e3 * step[0]:.3g} ms at batch 1 and {1e3 * step[fits][-1]:.3g} ms at "
+             f"batch {c.batch[fits][-1]:,.0f}"]
+    if math.isfinite(c.balance_batch):
+        parts.append(f"compute catches up with memory at the balance batch B* = {c.balance_batch:,.0f}")
+    else:
+        parts.append("no batch is compute-bound at this context (past L*)")
+    if math.isfinite(c.max_batch):
+        parts.append(f"the KV caches fill HBM at {c.max_batch:,.0f} sequences")
+    usd = c.usd_per_mtok["t_step"]
+    parts.append(f"cost per million tokens falls from {usd[0]:.3g} to {usd[fits].min():.3g} dollars")
+    return "; ".join(parts) + "."
 
 
 def balance_context_figure(cases, points=300):
@@ -260,11 +282,16 @@ def balance_context_figure(cases, points=300):
     for (chip, model, dtype), l_star, color, dash in zip(resolved, l_stars, palette, dashes):
         ctx = contexts[contexts < l_star]
         bstar = [roofline.balance_batch(chip, model, dtype, x) for x in ctx]
-        where = f"L* = {l_star:,.0f}" if math.isfinite(l_star) else "no L*: attention FLOPs outrun KV bytes"
+        where = (f"L* = {float(f'{l_star:.3g}'):,.0f}" if math.isfinite(l_star)
+                 else "no L*: attention FLOPs outrun KV bytes")
         with style():
             ax.plot(ctx, bstar, color=color, ls=dash, label=f"{model.display}, {chip.name}, {dtype}: {where}")
             if math.isfinite(l_star):
                 ax.axvline(l_star, color=color, ls=":", lw=1)
+    canvas.describe(fig, "Balance context L* per case: " + "; ".join(
+        f"{m.display} on {c.name} in {d}: " + (f"B* diverges at L* = {float(f'{x:.3g}'):,.0f} tokens" if math.isfinite(x)
+                                               else "B* falls with context, no L*")
+        for (c, m, d), x in zip(resolved, l_stars)) + ".")
     with style():
         ax.set_xscale("log")
         ax.set_yscale("log")

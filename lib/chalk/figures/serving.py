@@ -7,6 +7,7 @@ load from ``timetable.offered_load``.
 import numpy as np
 
 from .. import timetable
+from . import canvas
 from .canvas import new_figure, style
 from .plotting import COLORS
 
@@ -35,7 +36,12 @@ def closed_form_figure(run: timetable.Run, start: float = -np.inf, stop: float =
             ax.set_ylabel("density (1/ms)")
         axes[0].legend(loc="lower center", bbox_to_anchor=(1.1, 1.0), ncols=4, frameon=False)
     fig.subplots_adjust(left=0.09, right=0.98, bottom=0.2, top=0.86, wspace=0.3)
-    return fig
+    waits, ttft = run.departure_waits[kept], run.ttft[kept]
+    return canvas.describe(fig, f"Over {kept.sum():,} requests with T = {MS * interval:.3g} ms: waits spread "
+                                f"from 0 to {MS * waits.max():.3g} ms with mean {MS * waits.mean():.3g} ms against "
+                                f"the closed form's {MS * expected['wait_mean']:.3g}; times to first token from "
+                                f"{MS * ttft.min():.3g} to {MS * ttft.max():.3g} ms, mean {MS * ttft.mean():.3g} "
+                                f"against {MS * expected['ttft_mean']:.3g}.")
 
 
 def where_it_breaks_figure(loads, by_rate, prompts, by_prompt, crowded: timetable.Run, crowded_load: timetable.Load):
@@ -79,7 +85,7 @@ def where_it_breaks_figure(loads, by_rate, prompts, by_prompt, crowded: timetabl
         start, stop = crowded.saturated_window()
         ax_c.axvspan(start, stop, color="0.92", lw=0, label="measured (seats full)")
         ax_c.plot(starts, crowded.pass_batch, color=COLORS["t_kv"], lw=1, label="in the batch")
-        ax_c.plot(starts, waiting, color=COLORS["point"], lw=1, label="waiting for a seat")
+        ax_c.plot(starts, waiting, color=COLORS["point"], lw=1, ls=(0, (4, 1, 1, 1)), label="waiting for a seat")
         # Arrivals minus the seats' capacity: the queue's growth the formulas predict once seats are full.
         first = np.interp(start, starts, waiting)
         ax_c.plot([start, stop], [first, first + (crowded_load.rate - crowded_load.seat_capacity) * (stop - start)],
@@ -91,4 +97,10 @@ def where_it_breaks_figure(loads, by_rate, prompts, by_prompt, crowded: timetabl
         ax_c.set_title("(c) seats full: requests queue", loc="left")
         ax_c.legend(frameon=False, loc="upper left", fontsize="small")
     fig.subplots_adjust(left=0.06, right=0.99, bottom=0.2, top=0.9, wspace=0.28)
-    return fig
+    return canvas.describe(fig, f"(a) mean step rises from {MS * by_rate[0].step_mean:.3g} to "
+                                f"{MS * by_rate[-1].step_mean:.3g} ms as arrivals go from {loads[0].rate:.3g} to "
+                                f"{loads[-1].rate:.3g} per second; (b) mean time to first token rises from "
+                                f"{MS * by_prompt[0].ttft_mean:.3g} to {MS * by_prompt[-1].ttft_mean:.3g} ms as "
+                                f"prompts grow from {prompts[0]:,} to {prompts[-1]:,} tokens; (c) with "
+                                f"{crowded_load.seats:,.0f} seats full the queue grows by about "
+                                f"{crowded_load.rate - crowded_load.seat_capacity:.2g} requests per second.")

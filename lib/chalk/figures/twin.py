@@ -21,6 +21,13 @@ The readout is ``{"pick": [template index per stop], "values": {field: [per stop
 and a template starting with ``!`` is shown as a warning (a point that does not fit).
 Stable classes for the browser test: ``chalk-twin``, ``chalk-twin-<control name>``,
 ``chalk-twin-readout``, ``chalk-twin-panel``.
+
+For a reader who cannot see the drawing, the script keeps words beside it, all from the same view:
+the readout is a live region (``aria-live``) that a screen reader speaks after each move; each panel's
+``aria-label`` gives its axes, every series from its first value to its last and the marked point;
+the slider announces its value (``aria-valuetext``), not its stop's index. Every control is a native
+``<select>`` or range input inside its ``<label>``, so the keyboard reaches and moves it. Line styles
+carry a dash pattern wherever two series share a chart, and the legend draws it.
 """
 import html
 import itertools
@@ -153,7 +160,7 @@ def twin_html(data: dict) -> str:
         f'<div class="chalk-twin-body">'
         f'<div class="chalk-twin-controls">{"".join(map(_control, controls))}</div>'
         f'{"".join(map(_control, sliders))}'
-        f'<div class="chalk-twin-readout" aria-live="polite"></div>'
+        f'<div class="chalk-twin-readout" aria-live="polite" aria-atomic="true"></div>'
         f'<div class="chalk-twin-panels">{panels}</div>'
         f'<div class="chalk-twin-legend"></div></div>'
         f'<script type="application/json" class="chalk-twin-data">{payload}</script>'

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import genanki
 
-from .edition import ZIP_TIME
+from .package import ZIP_TIME
 from ..errors import ChalkError
 from .flashcards import DECK_DIR, Card, Deck, card_html, load_decks, render_figure
 
@@ -99,12 +99,13 @@ def _one_line(text: str) -> str:
 
 
 def write_tsv(decks, dest: Path) -> Path:
-    """Front and back, one card per line, tab between: what Quizlet, Mochi and spreadsheets import."""
+    """Front and back, one card per line, tab between, each face the HTML of the Anki packages
+    (bold as ``<strong>``, math in ``\\(...\\)``): what Anki's text import reads with HTML allowed."""
     lines = []
     for deck in decks:
         for card in deck.cards:
-            back = card.back + (f" [figure: {card.figure}, in the Anki deck]" if card.figure else "")
-            lines.append(f"{_one_line(card.front)}\t{_one_line(back)}\n")
+            back = card_html(card.back) + (f"<p>[figure: {card.figure}, in the Anki packages]</p>" if card.figure else "")
+            lines.append(f"{_one_line(card_html(card.front))}\t{_one_line(back)}\n")
     dest.write_text("".join(lines), encoding="utf-8")
     return dest
 

@@ -3,26 +3,67 @@
     python -m chalk.teaching.edition --out _build/student            # folder + _build/student.zip
     python -m chalk.teaching.edition --site-tree /tmp/chalk-site     # repository copy for `make book STUDENT=1`
 
-The folder holds every problem set with its solutions removed (``chalk.teaching.student``) and the chapter
-notebooks as they are. Each problem set records its chapter in the notebook metadata
-(``chalk.problem_set``), which the grader reads first. The zip is reproducible: sorted entries,
-fixed timestamps and permissions, so the same tree gives the same bytes.
+The folder holds every problem set with its solutions removed (``chalk.teaching.student``), the
+chapter notebooks as they are, the wheel of the package students install (``chalk.teaching.package``:
+no answer keys, the keys sealed) and a README saying how to install it, on a laptop or on Colab.
+Each problem set records its chapter in the notebook metadata (``chalk.problem_set``), which the
+grader reads first. The zip is reproducible: sorted entries, fixed timestamps and permissions, so
+the same tree gives the same bytes.
 """
 import argparse
 import shutil
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
 import nbformat
 
 from .chapters import ROOT
+from .package import ZIP_TIME, wheel_name, write_tree, write_wheel
 from .student import SolutionMarkerError, student_notebook
 
-ZIP_TIME = (1980, 1, 1, 0, 0, 0)
-"""The earliest time a zip entry can hold; any fixed value makes the archive reproducible."""
 _NOT_COPIED = (".git", ".venv", "_build", ".pytest_cache", ".hypothesis", ".jupyter_cache",
                "__pycache__", ".ipynb_checkpoints", "*.egg-info")
+
+README = """\
+# Chalk: the student edition
+
+`exercises/` holds the problem sets, `notebooks/` the chapters. Each problem set checks your
+answers as you go: put a number in the variable an answer cell names, run it, then run the check
+cell below it. The notebooks need the `chalk` package, which is the wheel in this folder.
+
+## On your computer
+
+With Python 3.11 or later, in this folder:
+
+```bash
+python -m venv .venv
+.venv/bin/pip install {wheel} jupyterlab
+.venv/bin/jupyter lab
+```
+
+(On Windows the programs are in `.venv\\Scripts\\`.) Nothing else is needed: the wheel brings
+what `chalk` uses (NumPy, SymPy, Matplotlib, ipywidgets for the interactive figures, ...).
+
+## On Google Colab
+
+Open a problem set (*File > Upload notebook*), upload `{wheel}` with the *Files* pane (the folder
+icon on the left), then run this in a new first cell and restart the session when Colab asks:
+
+```python
+%pip install {wheel}
+```
+
+Colab already has NumPy, SymPy, Matplotlib and ipywidgets. Download the notebook
+(*File > Download > Download .ipynb*) to hand it in.
+
+## What the checks know
+
+The package carries each answer key sealed: the check recognises a right answer, and the usual
+mistakes, without holding the answers themselves. Computing an answer with `chalk` is the
+exercise; the grader runs your notebook again from the top and grades what each check was given.
+"""
 
 
 def problem_sets(root: Path = ROOT) -> list[Path]:
@@ -62,6 +103,9 @@ def build(out: Path, root: Path = ROOT) -> Path:
     (out / "notebooks").mkdir(parents=True)
     for nb in sorted((root / "notebooks").glob("*.ipynb")):
         shutil.copyfile(nb, out / "notebooks" / nb.name)
+    with tempfile.TemporaryDirectory(prefix="chalk-package-") as tmp:
+        write_wheel(write_tree(Path(tmp) / "tree"), out)
+    (out / "README.md").write_text(README.format(wheel=wheel_name()), encoding="utf-8")
     return write_zip(out, out.with_suffix(".zip"))
 
 

@@ -32,6 +32,7 @@ from markdown_it import MarkdownIt
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
 from ..errors import ChalkError, lookup
+from ..figures.canvas import alt_text
 from . import cards
 from .chapters import ROOT, chapter_modules
 
@@ -83,12 +84,21 @@ def fill(text: str, where: str = "card") -> str:
 
 
 @cache
-def render_figure(name: str) -> bytes:
-    """The figure ``name`` as PNG bytes (small: about 360 x 240 pixels)."""
+def _drawn(name: str) -> tuple[bytes, str]:
     fig = lookup("figure", name, FIGURES, param="figure")()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
-    return buf.getvalue()
+    return buf.getvalue(), alt_text(fig)
+
+
+def render_figure(name: str) -> bytes:
+    """The figure ``name`` as PNG bytes (small: about 360 x 240 pixels)."""
+    return _drawn(name)[0]
+
+
+def figure_alt(name: str) -> str:
+    """What the figure ``name`` shows, in words (``chalk.figures.canvas.alt_text``)."""
+    return _drawn(name)[1]
 
 
 # --- decks ------------------------------------------------------------------------------------
@@ -204,16 +214,17 @@ _CSS = """
 .chalk-grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(15.5em, 1fr)); gap: 0.8em; }
 .chalk-card { display: flex; flex-direction: column; min-height: 7em; border: 1px solid #c8c8c8; border-radius: 8px; padding: 0.7em 0.8em 0.4em;
   cursor: pointer; background: #fff; box-shadow: 0 1px 3px rgba(0,0,0,.08); font-size: 0.92em; }
-.chalk-card:hover, .chalk-card:focus { border-color: #0072B2; outline: none; }
+.chalk-card:hover { border-color: #0072B2; }
+.chalk-card:focus-visible { outline: 3px solid #0072B2; outline-offset: 2px; }
 .chalk-card.flipped { background: #f3f8fc; border-color: #0072B2; }
 .chalk-face { flex: 1; }
 .chalk-face p { margin: 0 0 0.5em; }
 .chalk-back, .chalk-card.flipped .chalk-front { display: none; }
 .chalk-card.flipped .chalk-back { display: block; }
-.chalk-side { display: block; font-size: 0.72em; text-transform: uppercase; letter-spacing: .06em; color: #888; }
+.chalk-side { display: block; font-size: 0.72em; text-transform: uppercase; letter-spacing: .06em; color: #595959; }
 .chalk-figure { display: block; max-width: 100%; margin: 0.3em auto; }
 .chalk-tags { margin-top: 0.3em; }
-.chalk-tag { font-size: 0.7em; color: #555; background: #eee; border-radius: 3px; padding: 0 0.4em; margin-right: 0.3em; }
+.chalk-tag { font-size: 0.7em; color: #474747; background: #eee; border-radius: 3px; padding: 0 0.4em; margin-right: 0.3em; }
 """
 
 # Scoped to its own deck via currentScript, so two decks on one page do not interfere.
@@ -254,7 +265,7 @@ def _face(card: Card, side: str) -> str:
     body = card_html(card.front if side == "front" else card.back)
     if side == "back" and card.figure:
         png = base64.b64encode(render_figure(card.figure)).decode("ascii")
-        body += (f'<img class="chalk-figure" alt="figure: {html.escape(card.figure)}" '
+        body += (f'<img class="chalk-figure" alt="{html.escape(figure_alt(card.figure))}" '
                  f'src="data:image/png;base64,{png}">')
     label = "question" if side == "front" else "answer"
     return f'<div class="chalk-face chalk-{side}"><span class="chalk-side">{label}</span>{body}</div>'

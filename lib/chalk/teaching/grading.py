@@ -1,19 +1,26 @@
-"""Grade a folder of submitted problem sets into a CSV and one feedback file per submission.
+"""Grade a folder of submitted problem sets; merge hand-marked written answers into the grades.
 
-    python -m chalk.teaching.grading SUBMISSIONS [--out _build/grades] [--timeout 120] [--workers 2]
+    python -m chalk.teaching.grading SUBMISSIONS [--out DIR] [--roster CSV] [--timeout 120] [--workers 2]
+    python -m chalk.teaching.grading --merge DIR/manual.csv [--out DIR]
 
-Every file under SUBMISSIONS (any depth, hidden files aside) gets one row. A notebook runs in a
-fresh kernel, in its own temporary folder with its own copy of the ``chalk`` package, so it can
-neither overwrite the key nor see another submission. After its cells (errors allowed, one time
-limit for the whole notebook) an extraction cell prints the answer variables as JSON between
-markers that hold a random nonce; the grader parses them and judges each answer with
-``chalk.teaching.exercises.judge`` against a key it computed before any submission ran. A student who
-redefines ``check``, patches the library in the kernel or prints fake results changes nothing
-the grader reads.
+Every file under SUBMISSIONS (any depth, hidden files aside) is accounted for: a notebook is
+graded, a resubmission superseded by a later one and a file that is not a notebook are listed
+(``chalk.teaching.gradebook`` writes what comes out, into a new folder each time).
+
+A notebook runs in a fresh kernel, in its own temporary folder, against its own copy of the
+package students install (``chalk.teaching.package``: the keys sealed, none in plain form), so it
+can neither read nor overwrite the key. Each ``check`` call appends the value it was given to a
+log the grader reads (``chalk.teaching.exercises.CHECK_LOG``); after the cells (errors allowed,
+one time limit for the whole notebook) an extraction cell prints the answer variables as JSON
+between markers holding a random nonce. An exercise is graded on the value its last check was
+given, which is what the student saw judged; the variable counts when no check of it ran, and a
+later reassignment is noted. Answers checked before a kernel died keep their result. The grader
+judges with ``chalk.teaching.exercises.judge`` against the instructor's key, computed before any
+submission ran: a student who redefines ``check``, patches the library in the kernel or prints
+fake results changes nothing the grader decides. Code that reads key material is flagged.
 """
 import argparse
 import asyncio
-import csv
 import json
 import math
 import os
@@ -31,19 +38,34 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
-from . import problems
 from ..errors import ChalkError
-from .chapters import chapter_modules
-from .exercises import RIGHT, UNANSWERED, Exercise, Mistake, judge, problem_set
+from .edition import problem_sets, student_problem_set
+from .exercises import CHECK_LOG, Exercise, Mistake, answer_text, judge, problem_set, record_value
+from .gradebook import Batch, Row, canvas_name, merge, new_folder, read_roster, student_of, write
+from .package import write_tree
+from .seal import known_problem_sets
+from .student import FREE_TEXT, PLACEHOLDER, exercise_of_cells, free_text_points, titles
 
 DEFAULT_TIMEOUT = 120
 """Seconds per notebook: a problem set runs in about 6 s, so only a stuck notebook reaches it."""
+GRADES = Path("_build") / "grades"
+"""Where a batch goes unless ``--out`` says otherwise: a new timestamped folder each time."""
 _EXTRACT_TIMEOUT = 15
 """Seconds the extraction cell may take; it only reads variables."""
 _CHECKER = re.compile(r"""checker\(\s*["'](\w+)["']\s*\)""")
 _CHECK_CALL = re.compile(r"""\bcheck\(\s*["'](\w+)["']""")
-_PACKAGE = Path(__file__).resolve().parents[1]
-"""The chalk package, copied beside each submission so its kernel grades against this version."""
+KEY_MATERIAL = (
+    (re.compile(r"chalk\.teaching\.problems|teaching\s+import\b[^\n]*\bproblems\b|\bproblems\.ch\d\d"),
+     "imports the instructor's answer keys (chalk.teaching.problems)"),
+    (re.compile(r"\bproblem_set\s*\(|\.expected\s*\(|\.verdict\s*\(|\bfrozen_key\b|\bsealed\b|SEALED_DIR|\bdigest\s*\("),
+     "reads the answer key (expected values or the sealed table)"),
+    (re.compile(r"chalk\.teaching\.grading|teaching\s+import\b[^\n]*\bgrading\b|CHALK_CHECK_LOG|_chalk_extract|chalk-answers"),
+     "reaches into the grader or its record of the answers"),
+)
+"""Patterns of code that reads key material, and what the flag says. A student who hides the
+reading from these gets nothing plain from it: the package the grader runs has no plain key."""
+SEARCHING = 20
+"""More checks of one exercise than this in a run is a search: values tried until one passes."""
 
 
 class GradingError(ChalkError):
@@ -51,11 +73,6 @@ class GradingError(ChalkError):
 
 
 # --- the key ----------------------------------------------------------------------------------
-def known_problem_sets() -> list[str]:
-    """Chapters with an answer key, ``chalk.teaching.problems.chNN_name`` -> ``"NN_name"``."""
-    return sorted(chapter_modules(problems))
-
-
 def _constant(value):
     return lambda: value
 
@@ -74,7 +91,51 @@ def frozen_key(chapter: str) -> dict[str, Exercise]:
     return frozen
 
 
-# --- which problem set ------------------------------------------------------------------------
+@dataclass
+class Key:
+    """What grading one problem set needs: the frozen key, the exercises' titles, and the Markdown
+    of both editions (so that what a student wrote stands out from what was handed out)."""
+    exercises: dict
+    titles: dict
+    markdown: set = field(default_factory=set)
+    prompts: list = field(default_factory=list)
+    """The questions of the written answers, as the student edition shows them above the placeholder."""
+
+
+def _keys(chapters: list[str]) -> dict:
+    """{chapter: Key, or the reason it cannot be loaded}."""
+    sources = {p.stem: p for p in problem_sets()}
+    keys = {}
+    for chapter in chapters:
+        try:
+            exercises = frozen_key(chapter)
+        except Exception as err:  # a broken key fails its own submissions, not the batch
+            keys[chapter] = f"the key of {chapter} cannot be loaded ({err})"
+            continue
+        key = Key(exercises, {i: i for i in exercises})
+        if chapter in sources:
+            nb = nbformat.read(sources[chapter], as_version=4)
+            key.titles = {i: titles(nb).get(i, i) for i in exercises}
+            edition = student_problem_set(sources[chapter])
+            key.markdown = {c.source.strip() for book in (nb, edition) for c in book.cells if c.cell_type == "markdown"}
+            key.prompts = [c.source.split(PLACEHOLDER)[0].strip() for c in edition.cells
+                           if FREE_TEXT in c.metadata.get("tags", []) and PLACEHOLDER in c.source]
+        keys[chapter] = key
+    return keys
+
+
+def check_ids_unique(keys: dict) -> None:
+    """An id two problem sets share is an error: the grades have one column per exercise id."""
+    owner: dict[str, str] = {}
+    for chapter, key in keys.items():
+        for ex_id in key.exercises if isinstance(key, Key) else ():
+            if ex_id in owner:
+                raise GradingError(f"exercise id {ex_id!r} is in problem sets {owner[ex_id]} and "
+                                   f"{chapter}: ids must be unique across problem sets")
+            owner[ex_id] = chapter
+
+
+# --- reading a submission -----------------------------------------------------------------------
 def identify(nb, filename: str, chapters: list[str]) -> tuple[str | None, str]:
     """(chapter, how it was found): notebook metadata, else a ``checker("…")`` call, else the name."""
     meta = nb.get("metadata", {}).get("chalk", {})
@@ -101,34 +162,52 @@ def id_notes(nb, exercises: dict) -> list[str]:
     return notes
 
 
+def _place(i: int, sections: list, key: Key) -> str:
+    ex = sections[i] if i < len(sections) else None
+    return f"exercise {ex} ({key.titles.get(ex, ex)})" if ex else f"the opening cells (cell {i + 1})"
+
+
+def key_material(nb, key: Key) -> list[str]:
+    """A flag for each code cell whose source reads key material (``KEY_MATERIAL``)."""
+    sections, flags = exercise_of_cells(nb), []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        for pattern, what in KEY_MATERIAL:
+            line = next((ln.strip() for ln in cell.source.splitlines() if pattern.search(ln)), None)
+            if line is not None:
+                flags.append(f"{_place(i, sections, key)} {what}: `{line[:80]}`")
+    return flags
+
+
+def written_parts(nb, key: Key) -> list[dict]:
+    """The written answers (cells tagged ``free-text``) and any Markdown the student added."""
+    parts = []
+    for cell, ex in zip(nb.cells, exercise_of_cells(nb)):
+        if cell.cell_type != "markdown":
+            continue
+        text = cell.source.strip()
+        if FREE_TEXT in cell.get("metadata", {}).get("tags", []):
+            prompt = next((p for p in key.prompts if p and text.startswith(p)), "")
+            text = text[len(prompt):].strip()
+            parts.append({"exercise": ex, "part": "written", "text": "" if text == PLACEHOLDER else text,
+                          "max_points": free_text_points(cell)})
+        elif text and text not in key.markdown:
+            parts.append({"exercise": ex, "part": "note", "text": text, "max_points": 0.0})
+    return parts
+
+
 # --- running one notebook ---------------------------------------------------------------------
 def extraction_cell(ids: list[str], marker: str) -> str:
-    """Code that prints the answer variables as JSON between two ``marker``s.
-
-    A number goes as a float, ``...``/``None`` as null (unanswered), a missing variable as
-    {"missing": true}, anything else as its repr, so the grader's ``judge`` sees what the
-    notebook's ``check`` would have seen.
-    """
+    """Code that prints the answer variables as JSON between two ``marker``s, each encoded as
+    ``chalk.teaching.exercises.answer_record`` encodes what ``check`` is given; a missing
+    variable as {"missing": true}."""
     return f"""\
 def _chalk_extract(ids, marker):
-    import json, numbers, sys
-    ns, out = globals(), {{}}
-    for name in ids:
-        if name not in ns:
-            out[name] = {{"missing": True}}
-            continue
-        v = ns[name]
-        try:
-            if v is None or v is ...:
-                out[name] = None
-            elif isinstance(v, bool):
-                out[name] = {{"bool": v}}
-            elif isinstance(v, numbers.Real):
-                out[name] = float(v)
-            else:
-                out[name] = {{"repr": repr(v)[:200]}}
-        except Exception as err:
-            out[name] = {{"repr": f"<unreadable: {{type(err).__name__}}>"}}
+    import json, sys
+    from chalk.teaching.exercises import answer_record
+    ns = globals()
+    out = {{name: answer_record(ns[name]) if name in ns else {{"missing": True}} for name in ids}}
     sys.stdout.write(marker + json.dumps(out) + marker + "\\n")
     sys.stdout.flush()
 _chalk_extract({ids!r}, {marker!r})
@@ -139,15 +218,21 @@ del _chalk_extract
 @dataclass
 class Run:
     status: str = "ok"
+    """"ok", "timeout", "died", "error" (a cell raised) or "failed" (the kernel could not run it)."""
     answers: dict | None = None
     """{id: value as the extraction cell sent it}; None when they could not be read."""
+    checks: list = field(default_factory=list)
+    """(id, value) of every ``check`` call, in order, from the log."""
+    cell: int | None = None
+    """The cell the first error (or the kernel's death) happened in."""
+    error: str = ""
     seconds: float = 0.0
 
 
-def _first_error(cell, index: int) -> str | None:
+def _first_error(cell) -> str | None:
     for out in cell.get("outputs", []):
         if out.get("output_type") == "error":
-            return f"error: {out.get('ename')} in cell {index + 1}: {str(out.get('evalue'))[:120]}"
+            return f"{out.get('ename')}: {str(out.get('evalue'))[:120]}"
     return None
 
 
@@ -164,33 +249,46 @@ def _read_answers(cell, marker: str, ids: list[str]) -> dict | None:
     return answers if isinstance(answers, dict) and set(answers) == set(ids) else None
 
 
-def _sandbox(tmp: Path, nb_bytes: bytes) -> tuple[Path, dict]:
-    """A working folder holding the notebook, and the kernel's environment.
+def _read_checks(log: Path) -> list[tuple[str, object]]:
+    calls = []
+    for line in log.read_text(encoding="utf-8", errors="replace").splitlines() if log.is_file() else ():
+        try:
+            entry = json.loads(line)
+            calls.append((str(entry["id"]), entry["answer"]))
+        except (ValueError, KeyError, TypeError):
+            continue  # a line the kernel did not write as check does: ignored
+    return calls
 
-    The kernel imports a private copy of ``chalk`` (PYTHONPATH comes before the editable
-    install) and gets its own HOME, IPython and Matplotlib folders: nothing it writes reaches the
-    key, the submissions or the next kernel.
+
+def _sandbox(tmp: Path, nb_bytes: bytes, package: Path) -> tuple[Path, dict, Path]:
+    """A working folder holding the notebook, the kernel's environment and the check log.
+
+    The kernel imports a private copy of the student package (PYTHONPATH comes before the
+    editable install) and gets its own HOME, IPython and Matplotlib folders: nothing it writes
+    reaches the key, the submissions or the next kernel.
     """
     work = tmp / "work"
     work.mkdir()
     (work / "submission.ipynb").write_bytes(nb_bytes)
-    shutil.copytree(_PACKAGE, tmp / "lib" / "chalk")
+    shutil.copytree(package / "chalk", tmp / "lib" / "chalk")
+    log = tmp / "checks.jsonl"
     env = {**os.environ, "PYTHONPATH": str(tmp / "lib"), "HOME": str(tmp / "home"),
            "IPYTHONDIR": str(tmp / "ipython"), "MPLCONFIGDIR": str(tmp / "mpl"),
-           "PYTHONDONTWRITEBYTECODE": "1"}
-    return work, env
+           "PYTHONDONTWRITEBYTECODE": "1", CHECK_LOG: str(log)}
+    return work, env, log
 
 
-async def run_notebook(nb, ids: list[str], limit: float) -> Run:
-    """Execute ``nb`` in a sandboxed fresh kernel and read the variables ``ids``."""
+async def run_notebook(nb, ids: list[str], limit: float, package: Path) -> Run:
+    """Execute ``nb`` in a sandboxed fresh kernel; read its check log and the variables ``ids``."""
     run, start = Run(), time.monotonic()
     marker = f"<<chalk-answers-{secrets.token_hex(16)}>>"
     with tempfile.TemporaryDirectory(prefix="chalk-grade-") as tmp:
-        work, env = _sandbox(Path(tmp), nbformat.writes(nb).encode())
+        work, env, log = _sandbox(Path(tmp), nbformat.writes(nb).encode(), package)
         client = NotebookClient(nb, kernel_name="python3", allow_errors=True, timeout=math.ceil(limit),
                                 interrupt_on_timeout=True, record_timing=False,
                                 error_on_timeout={"ename": "Timeout", "evalue": "", "traceback": []},
                                 resources={"metadata": {"path": str(work)}})
+        i = 0
         try:
             # the kernel's own log lines would bury the grader's progress; its errors are in the cells
             async with client.async_setup_kernel(env=env, stderr=subprocess.DEVNULL):
@@ -198,41 +296,78 @@ async def run_notebook(nb, ids: list[str], limit: float) -> Run:
                     client.timeout = max(1, math.ceil(start + limit - time.monotonic()))
                     await client.async_execute_cell(cell, i)
                     if time.monotonic() - start >= limit:
-                        run.status = "timeout"
+                        run.status, run.cell = "timeout", i
                         break
-                    if run.status == "ok" and cell.cell_type == "code":
-                        run.status = _first_error(cell, i) or "ok"
+                    if run.status == "ok" and cell.cell_type == "code" and (error := _first_error(cell)):
+                        run.status, run.cell, run.error = "error", i, error
                 extract = nbformat.v4.new_code_cell(extraction_cell(ids, marker))
                 nb.cells.append(extract)
                 client.timeout = _EXTRACT_TIMEOUT
                 await client.async_execute_cell(extract, len(nb.cells) - 1)
                 run.answers = _read_answers(extract, marker, ids)
         except DeadKernelError:
-            run.status = "error: the kernel died (the notebook exited or crashed it)"
+            run.status, run.cell, run.answers = "died", i, None
         except Exception as err:  # a kernel that cannot start or talk must not stop the batch
-            run.status = f"error: could not run the notebook ({type(err).__name__}: {err})"[:200]
-    if run.answers is None and run.status == "ok":
-        run.status = "error: the answers could not be read (stdout replaced or forged)"
+            run.status, run.error = "failed", f"{type(err).__name__}: {err}"[:160]
+        run.checks = _read_checks(log)
     run.seconds = time.monotonic() - start
     return run
 
 
+def _status(run: Run, nb, key: Key) -> str:
+    sections = exercise_of_cells(nb)
+    if run.status == "error":
+        return f"error: {run.error.split(':')[0]} in {_place(run.cell, sections, key)}:{run.error.split(':', 1)[1]}"
+    if run.status == "died":
+        return f"error: the kernel died in {_place(run.cell, sections, key)} (the notebook exited or crashed it)"
+    if run.status == "timeout":
+        return f"timeout in {_place(run.cell, sections, key)}"
+    if run.status == "failed":
+        return f"error: could not run the notebook ({run.error})"
+    if run.answers is None:
+        return "error: the answers could not be read (stdout replaced or forged)"
+    return "ok"
+
+
+def _shown(record) -> str:
+    value = record_value(record)
+    if value is None:
+        return "nothing"
+    return answer_text(value) if isinstance(value, float) else repr(value)
+
+
+def searches(run: Run) -> list[str]:
+    """A flag for each exercise whose check ran more than ``SEARCHING`` times."""
+    counts: dict[str, int] = {}
+    for ex_id, _ in run.checks:
+        counts[ex_id] = counts.get(ex_id, 0) + 1
+    return [f"the check of {i} was called {n} times: answers tried against it until one passed?"
+            for i, n in counts.items() if n > SEARCHING]
+
+
+def judged(key: Key, run: Run) -> tuple[dict, list[str]]:
+    """Each exercise's Result, from the value its last check was given (else its variable), and
+    notes where the variable was changed after that check."""
+    last = {ex_id: value for ex_id, value in run.checks if ex_id in key.exercises}
+    variables = run.answers or {}
+    results, notes = {}, []
+    for ex_id, ex in key.exercises.items():
+        variable = variables.get(ex_id)
+        if ex_id not in last:
+            value = variable
+        elif record_value(last[ex_id]) is None and record_value(variable) is not None:
+            value = variable
+            notes.append(f"{ex_id} was last checked unanswered and set later: graded the value it was set to")
+        else:
+            value = last[ex_id]
+            if run.answers is not None and variable != value:
+                notes.append(f"{ex_id} was checked as {_shown(value)} and later changed to {_shown(variable)}: "
+                             f"graded the checked value")
+        results[ex_id] = judge(ex, record_value(value))
+    return results, notes
+
+
 # --- grading one file -------------------------------------------------------------------------
-@dataclass
-class Row:
-    file: str
-    status: str
-    problem_set: str = ""
-    results: dict = field(default_factory=dict)
-    """{exercise id: chalk.teaching.exercises.Result}, empty when no answer could be read."""
-    notes: list = field(default_factory=list)
-    seconds: float = 0.0
-
-    @property
-    def score(self) -> int:
-        return sum(r.status == RIGHT for r in self.results.values())
-
-
 def _load(path: Path) -> tuple[object, str | None]:
     """(notebook, None) or (None, why it is not a gradable notebook)."""
     try:
@@ -250,30 +385,41 @@ def _load(path: Path) -> tuple[object, str | None]:
     return nb, None
 
 
-async def grade_file(path: Path, name: str, keys: dict, limit: float) -> Row:
+@dataclass
+class Submission:
+    path: Path
+    file: str
+    student: dict
+    nb: object = None
+    problem: str | None = None
+    chapter: str | None = None
+    how: str = ""
+
+
+async def grade_file(sub: Submission, keys: dict, limit: float, package: Path) -> Row:
     """One submission's row; never raises."""
-    nb, problem = _load(path)
-    if problem:
-        return Row(name, problem)
-    chapter, how = identify(nb, path.name, list(keys))
-    if chapter is None:
-        return Row(name, f"invalid: problem set unknown ({how})")
-    if chapter not in keys:
-        return Row(name, f"invalid: no problem set {chapter!r} (from the {how}); "
-                         f"known: {', '.join(keys)}", problem_set=chapter)
-    key = keys[chapter]
+    if sub.problem:
+        return Row(sub.file, sub.problem, student=sub.student)
+    if sub.chapter is None:
+        return Row(sub.file, f"invalid: problem set unknown ({sub.how})", student=sub.student)
+    if sub.chapter not in keys:
+        return Row(sub.file, f"invalid: no problem set {sub.chapter!r} (from the {sub.how}); "
+                             f"known: {', '.join(keys)}", problem_set=sub.chapter, student=sub.student)
+    key = keys[sub.chapter]
     if isinstance(key, str):  # the instructor's key failed to load
-        return Row(name, f"invalid: {key}", problem_set=chapter)
-    row = Row(name, "", problem_set=chapter, notes=id_notes(nb, key))
-    if path.suffix != ".ipynb":
-        row.notes.append(f"graded as a notebook although named {path.name}")
-    run = await run_notebook(nb, list(key), limit)
-    row.status, row.seconds = run.status, run.seconds
-    for ex_id, ex in key.items():
-        value = (run.answers or {}).get(ex_id)
-        if isinstance(value, dict):
-            value = value.get("bool", value.get("repr"))  # "missing" -> None: unanswered
-        row.results[ex_id] = judge(ex, value)
+        return Row(sub.file, f"invalid: {key}", problem_set=sub.chapter, student=sub.student)
+    nb = sub.nb
+    row = Row(sub.file, "", problem_set=sub.chapter, student=sub.student, notes=id_notes(nb, key.exercises),
+              flags=key_material(nb, key), written=written_parts(nb, key),
+              points={i: ex.points for i, ex in key.exercises.items()})
+    if sub.path.suffix != ".ipynb":
+        row.notes.append(f"graded as a notebook although named {sub.path.name}")
+    sections = nbformat.from_dict(nb)  # headings as submitted; the run appends a cell to nb
+    run = await run_notebook(nb, list(key.exercises), limit, package)
+    row.status, row.seconds = _status(run, sections, key), run.seconds
+    row.results, notes = judged(key, run)
+    row.notes += notes
+    row.flags += searches(run)
     return row
 
 
@@ -283,112 +429,95 @@ def submissions(folder: Path) -> list[Path]:
                   and not any(part.startswith(".") for part in p.relative_to(folder).parts))
 
 
-async def _grade_all(paths: list[Path], folder: Path, keys: dict, limit: float, workers: int) -> list[Row]:
+def plan(folder: Path, chapters: list[str], roster: list[dict]) -> tuple[list[Submission], list[dict]]:
+    """(notebooks to grade, other files): a student's resubmissions of one problem set give way to
+    the latest (Canvas's order), and a file that is not a notebook is listed, not scored."""
+    subs, others = [], []
+    for path in submissions(folder):
+        file = path.relative_to(folder).as_posix()
+        sub = Submission(path, file, student_of(file, roster))
+        sub.nb, sub.problem = _load(path)
+        if sub.problem and path.suffix != ".ipynb":
+            others.append({"file": file, "student": sub.student, "graded": "no: not a notebook"})
+            continue
+        if sub.nb is not None:
+            sub.chapter, sub.how = identify(sub.nb, path.name, chapters)
+        subs.append(sub)
+    groups: dict[tuple, list[Submission]] = {}
+    for sub in subs:
+        if sub.student.get("id") and sub.chapter:
+            groups.setdefault((sub.student["id"], sub.chapter), []).append(sub)
+    for group in groups.values():
+        *earlier, latest = sorted(group, key=lambda s: ((canvas_name(s.file) or {}).get("order", (0, 0)), s.file))
+        for sub in earlier:
+            subs.remove(sub)
+            others.append({"file": sub.file, "student": sub.student, "problem_set": sub.chapter,
+                           "graded": f"no: superseded by {latest.file}"})
+    return subs, others
+
+
+async def _grade_all(subs: list[Submission], keys: dict, limit: float, workers: int, package: Path) -> list[Row]:
     gate = asyncio.Semaphore(workers)
 
-    async def one(path: Path) -> Row:
+    async def one(sub: Submission) -> Row:
         async with gate:
-            row = await grade_file(path, path.relative_to(folder).as_posix(), keys, limit)
-            print(f"{row.file}: {row.status}, {row.score} right ({row.seconds:.1f} s)", file=sys.stderr)
+            row = await grade_file(sub, keys, limit, package)
+            print(f"{row.file}: {row.status}, {row.score:g} points ({row.seconds:.1f} s)", file=sys.stderr)
             return row
 
-    return list(await asyncio.gather(*(one(p) for p in paths)))
+    return list(await asyncio.gather(*(one(s) for s in subs)))
 
 
-def _keys(chapters: list[str]) -> dict:
-    """{chapter: frozen key, or the reason it cannot be loaded}."""
-    keys = {}
-    for chapter in chapters:
-        try:
-            keys[chapter] = frozen_key(chapter)
-        except Exception as err:  # a broken key fails its own submissions, not the batch
-            keys[chapter] = f"the key of {chapter} cannot be loaded ({err})"
-    return keys
-
-
-def columns(keys: dict) -> list[str]:
-    """Exercise ids in chapter order; an id two problem sets share is an error, not a merge."""
-    owner: dict[str, str] = {}
-    for chapter, key in keys.items():
-        for ex_id in key if isinstance(key, dict) else ():
-            if ex_id in owner:
-                raise GradingError(f"exercise id {ex_id!r} is in problem sets {owner[ex_id]} and "
-                                   f"{chapter}: ids must be unique across problem sets")
-            owner[ex_id] = chapter
-    return list(owner)
-
-
-# --- output -----------------------------------------------------------------------------------
-def write_csv(rows: list[Row], ids: list[str], dest: Path) -> None:
-    """One row per file: file, problem set, status, score, maximum, 1/0 per exercise, notes."""
-    with dest.open("w", newline="", encoding="utf-8") as f:
-        out = csv.writer(f)
-        out.writerow(["file", "problem_set", "status", "score", "maximum", *ids, "notes"])
-        for r in rows:
-            marks = [("1" if r.results[i].status == RIGHT else "0") if i in r.results else "" for i in ids]
-            maximum = len(r.results) if r.results else ""
-            out.writerow([r.file, r.problem_set, r.status, r.score, maximum, *marks, "; ".join(r.notes)])
-
-
-def feedback(row: Row) -> str:
-    """A short Markdown note for the student: the score, what passed, a hint for the rest."""
-    lines = [f"# Feedback on {row.file}", ""]
-    if not row.results:
-        return "\n".join(lines + [f"This file could not be graded: {row.status}.", ""])
-    lines.append(f"Problem set {row.problem_set}: **{row.score} of {len(row.results)}** right.")
-    if row.status != "ok":
-        lines.append(f"The notebook did not run cleanly ({row.status}); every answer that could be read counts.")
-    lines += [f"Note: {n}." for n in row.notes]
-    passed = [i for i, r in row.results.items() if r.status == RIGHT]
-    lines += ["", "Passed: " + (", ".join(passed) if passed else "none yet.")]
-    todo = [r for r in row.results.values() if r.status != RIGHT]
-    if todo:
-        lines += ["", "To revisit:"]
-        lines += [f"- {r.id}: {'not answered' if r.status == UNANSWERED else 'wrong'}: {r.message}"
-                  for r in todo]
-    return "\n".join(lines + [""])
-
-
-def grade(folder, out="_build/grades", timeout: float = DEFAULT_TIMEOUT, workers: int = 2) -> list[Row]:
-    """Grade every file under ``folder``; write ``out/grades.csv`` and ``out/feedback/<file>.md``."""
-    folder, out = Path(folder), Path(out)
+def grade(folder, out=None, timeout: float = DEFAULT_TIMEOUT, workers: int = 2, roster=None) -> Batch:
+    """Grade every file under ``folder`` into ``out`` (default: a new ``_build/grades/<time>``)."""
+    folder = Path(folder)
     if not folder.is_dir():
         raise GradingError(f"SUBMISSIONS: {str(folder)!r} is not a folder of submitted notebooks")
     if not timeout > 0:
         raise GradingError(f"timeout: must be > 0 seconds per notebook, got {timeout!r}")
     if not (isinstance(workers, int) and workers >= 1):
         raise GradingError(f"workers: must be a whole number >= 1, got {workers!r}")
-    paths = submissions(folder)
-    if not paths:
+    if not submissions(folder):
         raise GradingError(f"SUBMISSIONS: {str(folder)!r} holds no files")
-    keys = _keys(known_problem_sets())
-    ids = columns(keys)
-    rows = asyncio.run(_grade_all(paths, folder, keys, timeout, workers))
-    out.mkdir(parents=True, exist_ok=True)
-    if (out / "feedback").exists():
-        shutil.rmtree(out / "feedback")  # feedback of an earlier batch must not linger
-    for row in rows:
-        dest = out / "feedback" / f"{row.file}.md"
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(feedback(row), encoding="utf-8")
-    write_csv(rows, ids, out / "grades.csv")
-    return rows
+    roster_rows = read_roster(Path(roster)) if roster else []
+    destination = new_folder(Path(out) if out else None, GRADES)
+    chapters = known_problem_sets()
+    keys = _keys(chapters)
+    check_ids_unique(keys)
+    subs, others = plan(folder, chapters, roster_rows)
+    with tempfile.TemporaryDirectory(prefix="chalk-package-") as tmp:
+        package = write_tree(Path(tmp) / "package")
+        rows = asyncio.run(_grade_all(subs, keys, timeout, workers, package))
+    present = {r.problem_set for r in rows}
+    batch = Batch(rows, {c: k.titles for c, k in keys.items() if isinstance(k, Key) and c in present}, others)
+    batch.folder = write(batch, destination)
+    return batch
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description="Grade submitted problem sets.")
-    parser.add_argument("submissions", type=Path, help="folder of submitted notebooks (any depth)")
-    parser.add_argument("--out", type=Path, default=Path("_build/grades"), help="folder for grades.csv and feedback/")
+    parser = argparse.ArgumentParser(description="Grade submitted problem sets, or merge hand-given points.")
+    parser.add_argument("submissions", type=Path, nargs="?", help="folder of submitted notebooks (any depth)")
+    parser.add_argument("--merge", type=Path, metavar="MANUAL_CSV",
+                        help="a batch's manual.csv with the points filled in: write the batch again with them")
+    parser.add_argument("--out", type=Path, help=f"a new folder for the grades (default: {GRADES}/<date_time>)")
+    parser.add_argument("--roster", type=Path, help="CSV naming the student of each file (columns file or id, student, ...)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per notebook")
     parser.add_argument("--workers", type=int, default=2, help="notebooks run at once")
     args = parser.parse_args(argv)
     try:
-        rows = grade(args.submissions, args.out, args.timeout, args.workers)
+        if args.merge:
+            batch = merge(args.merge, args.out)
+            print(f"merged {args.merge} into {batch.folder}/: grades.csv, canvas.csv, gradescope.csv, feedback/")
+            return 0
+        if args.submissions is None:
+            raise GradingError("SUBMISSIONS: give a folder of submitted notebooks (or --merge a manual.csv)")
+        batch = grade(args.submissions, args.out, args.timeout, args.workers, args.roster)
     except ChalkError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    ok = sum(r.status == "ok" for r in rows)
-    print(f"graded {len(rows)} files ({ok} ran cleanly): {args.out / 'grades.csv'}, feedback in {args.out / 'feedback'}/")
+    ok = sum(r.status == "ok" for r in batch.rows)
+    print(f"graded {len(batch.rows)} notebooks ({ok} ran cleanly), listed {len(batch.others)} other files: "
+          f"{batch.folder}/ (grades.csv, feedback/, canvas.csv, gradescope.csv, manual.csv)")
     return 0
 
 

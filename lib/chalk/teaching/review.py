@@ -1,22 +1,94 @@
 """Review the flashcards inside Jupyter: show a card, flip it, mark it known or "again".
 
     from chalk.teaching.review import Review
-    Review("01_batching").show()        # one chapter; Review() for the whole course
+    Review("01_batching")        # one chapter; Review() for the whole course
 
 ``Session`` holds the logic and has no widgets, so tests drive it directly: cards marked
 "again" go to the back of the queue and come round until every card is known. ``Review`` is a
-thin ipywidgets view over it.
+thin ipywidgets view over it. The cards marked known are saved to a small JSON file
+(``~/.chalk/review.json`` unless ``progress_file`` says otherwise), so the next session starts
+with the cards still to learn; *Start over* forgets a chapter's progress.
+
+In a checkout the cards come from the YAML decks; the package a student installs has no decks or
+card modules, so it carries the cards rendered (``write_bundle``, called when the package is built).
 """
+import json
 import random
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from ..errors import ChalkError
-from .flashcards import Card, card_html, load_decks, render_figure
+from .flashcards import DECK_DIR, Card, Deck, card_html, load_decks, render_figure
+
+BUNDLE = Path(__file__).resolve().parent / "deck"
+"""The rendered cards of the student package: ``cards.json`` and one PNG per figure."""
 
 
+def default_progress_file() -> Path:
+    return Path.home() / ".chalk" / "review.json"
+
+
+# --- the cards ------------------------------------------------------------------------------
+def decks() -> tuple[Deck, ...]:
+    """The course's decks: the YAML sources in a checkout, else the bundle the package carries."""
+    if DECK_DIR.is_dir():
+        return load_decks()
+    path = BUNDLE / "cards.json"
+    if not path.is_file():
+        raise ChalkError(f"no flashcards here: neither {DECK_DIR} nor {path} exists")
+    return tuple(Deck(d["chapter"], d["title"], tuple(Card(**{**c, "tags": tuple(c["tags"])}) for c in d["cards"]), path)
+                 for d in json.loads(path.read_text(encoding="utf-8")))
+
+
+def write_bundle(dest: Path) -> Path:
+    """Write every deck's cards (numbers filled in) and figures to ``dest`` for the student package."""
+    dest.mkdir(parents=True, exist_ok=True)
+    course = load_decks()
+    data = [{"chapter": d.chapter, "title": d.title, "cards": [asdict(c) for c in d.cards]} for d in course]
+    (dest / "cards.json").write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
+    for figure in sorted({c.figure for d in course for c in d.cards if c.figure}):
+        (dest / f"{figure}.png").write_bytes(render_figure(figure))
+    return dest
+
+
+def figure_png(name: str) -> bytes:
+    bundled = BUNDLE / f"{name}.png"
+    return bundled.read_bytes() if bundled.is_file() else render_figure(name)
+
+
+def cards(chapter: str | None = None) -> list[Card]:
+    """The cards of ``chapter`` (e.g. ``"01_batching"``), or of every chapter when None."""
+    course = decks()
+    chapters = [d.chapter for d in course]
+    if chapter is not None and chapter not in chapters:
+        raise ChalkError(f"chapter: no flashcard deck {chapter!r}; decks: {', '.join(chapters)}")
+    return [c for d in course if chapter in (None, d.chapter) for c in d.cards]
+
+
+# --- saved progress -------------------------------------------------------------------------
+def load_known(path: Path | None) -> set[str]:
+    """Ids of the cards marked known in ``path``; nothing when it is absent or unreadable."""
+    if path is None or not path.is_file():
+        return set()
+    try:
+        return set(json.loads(path.read_text(encoding="utf-8"))["known"])
+    except (ValueError, KeyError, TypeError):
+        return set()  # a damaged progress file costs the progress, not the review
+
+
+def save_known(path: Path | None, session_ids: set[str], known_ids: set[str]) -> None:
+    """Record ``known_ids`` among ``session_ids``, keeping what the file says of other cards."""
+    if path is None:
+        return
+    known = (load_known(path) - session_ids) | known_ids
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"known": sorted(known)}, indent=1), encoding="utf-8")
+
+
+# --- a session ------------------------------------------------------------------------------
 @dataclass
 class Session:
-    """A review queue: the front card is the one shown; ``known`` counts cards done."""
+    """A review queue: the front card is the one shown; ``known`` holds the cards done."""
     queue: list[Card]
     flipped: bool = False
     known: list[Card] = field(default_factory=list)
@@ -52,26 +124,20 @@ class Session:
         self.flipped = False
 
 
-def cards(chapter: str | None = None) -> list[Card]:
-    """The cards of ``chapter`` (e.g. ``"01_batching"``), or of every chapter when None."""
-    decks = load_decks()
-    chapters = [d.chapter for d in decks]
-    if chapter is not None and chapter not in chapters:
-        raise ChalkError(f"chapter: no flashcard deck {chapter!r}; decks: {', '.join(chapters)}")
-    return [c for d in decks if chapter in (None, d.chapter) for c in d.cards]
-
-
-def new_session(chapter: str | None = None, shuffle: bool = False, seed: int | None = None) -> Session:
+def new_session(chapter: str | None = None, shuffle: bool = False, seed: int | None = None,
+                known: set[str] = frozenset()) -> Session:
+    """A session over ``chapter``'s cards; the ids in ``known`` start as known."""
     queue = cards(chapter)
     if shuffle:
         random.Random(seed).shuffle(queue)
-    return Session(queue)
+    return Session([c for c in queue if c.id not in known], known=[c for c in queue if c.id in known])
 
 
 def status_text(s: Session) -> str:
     if s.done:
         return f"All {s.total} cards known ({s.again} sent round again). Well done."
-    return f"Card {len(s.known) + 1} of {s.total} to learn · {len(s.known)} known · {len(s.queue)} left"
+    again = f" · {s.again} sent round again" if s.again else ""
+    return f"{len(s.known)} of {s.total} known · {len(s.queue)} to go{again}"
 
 
 def face_html(s: Session) -> str:
@@ -84,26 +150,44 @@ def face_html(s: Session) -> str:
 
 
 class Review:
-    """An ipywidgets flashcard reviewer: Flip, then Known or Again."""
+    """An ipywidgets flashcard reviewer: Flip, then Known or Again; Start over forgets progress.
 
-    def __init__(self, chapter: str | None = None, shuffle: bool = False, seed: int | None = None):
+    ``progress_file=None`` keeps nothing between sessions.
+    """
+
+    def __init__(self, chapter: str | None = None, shuffle: bool = False, seed: int | None = None,
+                 progress_file: Path | str | None = ...):
         import ipywidgets as w  # imported here: the rest of chalk works without a widget stack
-        self.session = new_session(chapter, shuffle, seed)
+        self.chapter, self.shuffle, self.seed = chapter, shuffle, seed
+        self.progress_file = default_progress_file() if progress_file is ... else \
+            (Path(progress_file) if progress_file is not None else None)
+        self.session = new_session(chapter, shuffle, seed, load_known(self.progress_file))
         self.face = w.HTMLMath()
         self.figure = w.Image(format="png", layout=w.Layout(max_width="420px"))
         self.progress = w.Label()
         self.flip_button = w.Button(description="Flip", icon="refresh")
         self.known_button = w.Button(description="Known", button_style="success", icon="check")
         self.again_button = w.Button(description="Again", button_style="warning", icon="repeat")
+        self.restart_button = w.Button(description="Start over", icon="undo")
         self.flip_button.on_click(lambda _: self._do(self.session.flip))
         self.known_button.on_click(lambda _: self._do(lambda: self.session.mark(True)))
         self.again_button.on_click(lambda _: self._do(lambda: self.session.mark(False)))
+        self.restart_button.on_click(lambda _: self._do(self._restart))
         self.widget = w.VBox([self.progress, self.face, self.figure,
-                              w.HBox([self.flip_button, self.known_button, self.again_button])])
+                              w.HBox([self.flip_button, self.known_button, self.again_button,
+                                      self.restart_button])])
         self._render()
+
+    def _ids(self) -> set[str]:
+        return {c.id for c in (*self.session.queue, *self.session.known)}
+
+    def _restart(self) -> None:
+        save_known(self.progress_file, self._ids(), set())
+        self.session = new_session(self.chapter, self.shuffle, self.seed)
 
     def _do(self, action) -> None:
         action()
+        save_known(self.progress_file, self._ids(), {c.id for c in self.session.known})
         self._render()
 
     def _render(self) -> None:
@@ -112,14 +196,17 @@ class Review:
         self.progress.value = status_text(s)
         card = s.current
         show_figure = bool(card and s.flipped and card.figure)
-        self.figure.value = render_figure(card.figure) if show_figure else b""
+        self.figure.value = figure_png(card.figure) if show_figure else b""
         self.figure.layout.display = None if show_figure else "none"
         # marking before looking at the answer would make "known" meaningless
         self.known_button.disabled = self.again_button.disabled = s.done or not s.flipped
         self.flip_button.disabled = s.done
 
-    def show(self):
-        """Display the reviewer in the notebook (and return its widget)."""
+    def _ipython_display_(self) -> None:
         from IPython.display import display
         display(self.widget)
-        return self.widget
+
+    def show(self) -> None:
+        """Display the reviewer in the notebook. It returns nothing, so a cell ending in
+        ``Review(...).show()`` shows the reviewer once."""
+        self._ipython_display_()

@@ -4,6 +4,11 @@ In the instructor's notebook a solution sits between ``### BEGIN SOLUTION`` and
 ``### END SOLUTION`` inside an answer cell; it becomes ``<answer> = ...`` where ``<answer>`` is the
 variable the solution assigned last. Cells tagged ``solution`` (worked explanations) are dropped.
 
+A written answer is a Markdown cell tagged ``free-text`` under its exercise's heading; a model
+answer between the markers there becomes a placeholder for the student to replace, and the grader
+collects what students write in it for marking by hand (its points: ``{"chalk": {"points": 2}}``
+in the cell's metadata, else 1). An exercise's heading is ``## <title>: `<id>```.
+
     python -m chalk.teaching.student exercises/01_batching.ipynb --out _build/student/exercises
 """
 import argparse
@@ -14,14 +19,38 @@ from pathlib import Path
 import nbformat
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+FREE_TEXT = "free-text"
+"""The tag of a Markdown cell that asks for a written answer."""
+PLACEHOLDER = "*Your answer here.*"
 _ASSIGN = re.compile(r"^([A-Za-z_]\w*)\s*=(?!=)")
+_HEADING = re.compile(r"^## (.+?):\s*`(\w+)`\s*$", re.M)
 
 
 class SolutionMarkerError(ValueError):
     pass
 
 
-def _strip_source(source: str, where: str) -> str:
+def exercise_of_cells(nb) -> list[str | None]:
+    """For each cell, the id of the exercise whose heading it sits under (None before the first)."""
+    current, out = None, []
+    for c in nb.cells:
+        if c.cell_type == "markdown" and (m := _HEADING.search(c.source)):
+            current = m.group(2)
+        out.append(current)
+    return out
+
+
+def titles(nb) -> dict[str, str]:
+    """``{exercise id: title}`` from the headings ``## <title>: `<id>```."""
+    return {m.group(2): m.group(1).strip() for c in nb.cells if c.cell_type == "markdown"
+            for m in _HEADING.finditer(c.source)}
+
+
+def free_text_points(cell) -> float:
+    return float(cell.get("metadata", {}).get("chalk", {}).get("points", 1))
+
+
+def _strip_source(source: str, where: str, markdown: bool = False) -> str:
     out, block, inside = [], [], False
     for line in source.splitlines():
         stripped = line.strip()
@@ -34,7 +63,8 @@ def _strip_source(source: str, where: str) -> str:
                 raise SolutionMarkerError(f"{where}: {END} without {BEGIN}")
             inside = False
             targets = [m.group(1) for ln in block if (m := _ASSIGN.match(ln))]
-            out.append(f"{targets[-1]} = ...  # your answer" if targets else "...  # your code")
+            out.append(PLACEHOLDER if markdown else
+                       f"{targets[-1]} = ...  # your answer" if targets else "...  # your code")
         elif inside:
             block.append(line)
         else:
@@ -51,7 +81,7 @@ def student_notebook(nb: nbformat.NotebookNode, name: str = "notebook") -> nbfor
     for i, cell in enumerate(nb.cells):
         if "solution" in cell.get("metadata", {}).get("tags", []):
             continue
-        cell.source = _strip_source(cell.source, f"{name} cell {i}")
+        cell.source = _strip_source(cell.source, f"{name} cell {i}", cell.cell_type == "markdown")
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
         cells.append(cell)

@@ -16,9 +16,11 @@
 .chalk-twin-panels{display:flex;flex-wrap:wrap;gap:0.5rem}
 .chalk-twin-panels svg{flex:1 1 420px;max-width:100%;height:auto}
 .chalk-twin-legend{display:flex;flex-wrap:wrap;gap:0.2rem 1rem;font-size:0.78rem}
-.chalk-twin-legend span::before{content:"";display:inline-block;width:1.4em;height:0.25em;margin-right:0.3em;vertical-align:middle;background:var(--c)}
-.chalk-twin-legend span.area::before{height:0.8em;opacity:0.5}
+.chalk-twin-legend span svg{margin-right:0.3em;vertical-align:middle}
+.chalk-twin-legend span.area::before,.chalk-twin-legend span.point::before{content:"";display:inline-block;margin-right:0.3em;vertical-align:middle;background:var(--c)}
+.chalk-twin-legend span.area::before{width:1.4em;height:0.8em;opacity:0.5}
 .chalk-twin-legend span.point::before{width:0.7em;height:0.7em;border-radius:50%;border:1px solid #000}
+.chalk-twin select:focus-visible,.chalk-twin input:focus-visible{outline:3px solid #0072B2;outline-offset:2px}
 `;
 
   const fmt = (v) => {
@@ -99,6 +101,23 @@
     }
   }
 
+  // What a panel shows, in words for a screen reader (its aria-label): the chart's axes, each
+  // series from its first value to its last, and the marked point; from the view's own numbers.
+  function chartWords(panel, v, D, i, xs) {
+    const words = [`${panel.title}: ${panel.ylabel} against ${panel.xlabel}`];
+    for (const name in v.series) {
+      const ys = v.series[name], js = ys.map((y, j) => (y === null ? -1 : j)).filter((j) => j >= 0);
+      if (!js.length) continue;
+      const a = js[0], b = js[js.length - 1];
+      words.push(`${D.styles[name].label}: ${fmt(ys[a])} at ${fmt(xs[a])}, ${fmt(ys[b])} at ${fmt(xs[b])}`);
+    }
+    const p = panel.point;
+    if (p && v.series[p.series][i] !== null) {
+      words.push(`marked: ${fmt(v.series[p.series][i])} at ${panel.xlabel} ${fmt(xs[i])}`);
+    }
+    return words.join('; ');
+  }
+
   function shapes(svg, panel, v, i) {
     el('text', {x: panel.width / 2, y: 14, 'text-anchor': 'middle', 'font-size': 12}, svg, panel.title);
     const frame = v.frames.length > 1 ? v.frames[i] : v.frames[0];
@@ -127,9 +146,20 @@
     const svgs = Array.from(root.querySelectorAll('svg.chalk-twin-panel'));
     const xs = slider ? slider.values : [0];
 
+    // The view a reader chose, in words: each control's label and its value as shown.
+    function chosen(i) {
+      return D.controls.map((c) => {
+        if (c.kind === 'slider') return `${c.label} ${fmt(xs[i])}`;
+        const e = pick(c.name);
+        return `${c.label} ${e.options[e.selectedIndex].text}`;
+      }).join(', ');
+    }
+
     function render() {
       const v = D.views[selects.map((c) => pick(c.name).value).join('|')];
       const i = slider ? +pick(slider.name).value : 0;
+      // A screen reader says the slider's value, not the index of its stop.
+      if (slider) pick(slider.name).setAttribute('aria-valuetext', fmt(xs[i]));
       svgs.forEach((svg, k) => {
         svg.textContent = '';
         const panel = D.panels[k];
@@ -137,10 +167,13 @@
         if (v.message) {  // the same boxes, saying why there is nothing to draw
           el('text', {x: (panel.width || W) / 2, y: (panel.height || H) / 2, 'text-anchor': 'middle',
                       'font-size': 12, fill: '#b00'}, svg, 'nothing to draw: see the message above');
+          svg.setAttribute('aria-label', `${panel.title}: nothing to draw, ${v.message}`);
         } else if (panel.kind === 'chart') {
           chart(svg, panel, v.panels[k], v, D, i, xs, `chalk-twin-${n}-clip-${k}`);
+          svg.setAttribute('aria-label', chartWords(panel, v.panels[k], D, i, xs));
         } else {
           shapes(svg, panel, v.panels[k], i);
+          svg.setAttribute('aria-label', `${panel.title}, for ${chosen(i)}; its numbers are in the readout`);
         }
       });
       readout.classList.toggle('nofit', !!v.message);
@@ -162,7 +195,12 @@
       const s = D.styles[name], span = document.createElement('span');
       span.className = s.kind;
       span.style.setProperty('--c', s.color);
-      span.textContent = s.label;
+      if (s.kind === 'line') {  // drawn with its dashes: the lines differ by more than colour
+        const key = el('svg', {width: 24, height: 8, 'aria-hidden': 'true'}, span);
+        el('line', {x1: 0, y1: 4, x2: 24, y2: 4, stroke: s.color, 'stroke-width': Math.max(s.width, 1.5),
+                    'stroke-dasharray': s.dash}, key);
+      }
+      span.appendChild(document.createTextNode(s.label));
       legend.appendChild(span);
     }
     root.querySelectorAll('select, input').forEach((e) => {

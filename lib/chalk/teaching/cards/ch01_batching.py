@@ -1,76 +1,134 @@
 """Chapter 1 (batching): the numbers its flashcards quote and the figures they show.
 
-Numbers the problem set also asks for are read from its answer key, so a card and the key cannot
-disagree; the figures are drawn from the roofline formulas, as the chapter's are.
+Every number is computed from chalk. None is an answer of the problem set: its scenarios are
+other models, chips and contexts (``tests/test_student_edition.py`` searches the cards for every
+answer); the figures are drawn from the roofline formulas, as the chapter's are.
 """
 from collections.abc import Callable
 
 import numpy as np
 
-from ... import roofline
-from ...catalog import hardware, models
+from ... import moe, roofline
+from ...catalog import hardware, models, prices
 from ...catalog.quoted import LECTURE, USD_PER_CHIP_HOUR
-from ..exercises import problem_set
+from ...notation import F, N_act, W, b_kv, b_w, f_att, r
 from ..problems import ch01_batching as ch01
 
-
-def _key(exercise_id: str) -> float:
-    """A number the chapter's problem set also asks for: the card quotes the answer key."""
-    return problem_set("01_batching")[exercise_id].expected()
+V3, LLAMA_70B = "deepseek-v3", "llama-3-70b"
+NVL72 = dict(chip="GB200", dtype="fp8", chips=hardware.get("GB200").scale_up_domain)
+"""The lecture's own system: a GB200 NVL72 rack serving in FP8."""
+LECTURE_S = LECTURE["deepseek_experts"] / LECTURE["deepseek_active_experts"]
+"""The lecture's reading of DeepSeek-V3: "32 of 256 experts" active."""
 
 
 def _v3_moe(key: str) -> int:
     """One of DeepSeek-V3's expert counts, from its config in the catalog."""
-    return models.get("deepseek-v3").moe[key]
+    return models.get(V3).moe[key]
 
 
-def _v3_expert_ratio() -> float:
-    return _v3_moe("n_routed_experts") / _v3_moe("experts_per_token")
+def _r(chip: str) -> float:
+    return hardware.get(chip).intensity("bf16")
+
+
+def _lecture_ratio(chip: str, dtype: str) -> float:
+    """F b_w / (2W) of ``chip`` in ``dtype``: the lecture's "about 300" (``roofline.lecture_ratio``)."""
+    c = hardware.get(chip)
+    return float(roofline.lecture_ratio.subs({F: c.flops(dtype), b_w: hardware.bytes_per_weight(dtype),
+                                              W: c.hbm_bandwidth}))
+
+
+def _flops_per_kv_byte(model: str) -> float:
+    m = models.get(model)
+    return m.attention_flops_per_cached_token() / m.kv_bytes_per_token(2)
+
+
+def _lstar_matmuls_only(chip: str, model: str) -> float:
+    """L* of the first edition, attention's FLOPs left out: 2 N_act / (r b_kv)."""
+    rep = roofline.replica(chip, model)
+    n_act, _, _, kv, flops, bw, *_ = rep.params()
+    return float(roofline.balance_context_same_format.subs({f_att: 0, r: flops / bw, N_act: n_act, b_kv: kv}))
+
+
+def _v3_share_read(batch: int) -> float:
+    return moe.expected_experts_touched(V3, batch) / _v3_moe("n_routed_experts")
+
+
+def _nvl72_ms(batch: int, name: str = "t_step") -> float:
+    """One DeepSeek-V3 step on the NVL72 at short context, in ms."""
+    p = roofline.replica_params(NVL72["chip"], V3, NVL72["dtype"], NVL72["chips"])
+    return 1e3 * float(roofline.numeric[name](batch, 0, *p))
+
+
+def _slow_discount(price: str, tier: str) -> float:
+    return 1 - prices.get(price).slow_discounts[tier]
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def _sig2(x: float) -> str:
+    """Two significant digits, grouped: all an L* that subtracts two close numbers can claim."""
+    return f"{float(f'{x:.2g}'):,.0f}"
 
 
 VALUES: dict[str, Callable[[], str]] = {
-    "s_v3": lambda: f"{_key('sparsity_v3'):.0f}",
-    "experts_ratio_v3": lambda: f"{_v3_expert_ratio():.0f}",
-    "r_a100": lambda: f"{hardware.get('A100-80GB').intensity('bf16'):.0f}",
-    "r_h100": lambda: f"{hardware.get('H100-SXM').intensity('bf16'):.0f}",
-    "r_gb200": lambda: f"{hardware.get('GB200').intensity('bf16'):.0f}",
-    "balance_v3_h100": lambda: f"{_key('balance_h100'):,.0f}",
-    "balance_v3_lecture_s": lambda: f"{hardware.get('H100-SXM').intensity('bf16') * ch01.LECTURE_SPARSITY:,.0f}",
-    "lstar_v3_h100": lambda: f"{_key('lstar_h100'):,.0f}",
-    "kv_v3_kib": lambda: f"{models.get('deepseek-v3').kv_bytes_per_token(2) / 1024:.0f}",
+    "s_v3": lambda: f"{models.get(V3).sparsity:.0f}",
+    "experts_ratio_v3": lambda: f"{_v3_moe('n_routed_experts') / _v3_moe('experts_per_token'):.0f}",
+    "r_a100": lambda: f"{_r('A100-80GB'):.0f}",
+    "r_h100": lambda: f"{_r('H100-SXM'):.0f}",
+    "r_h200": lambda: f"{_r('H200'):.0f}",
+    "r_gb200": lambda: f"{_r('GB200'):.0f}",
+    "lecture_r_gb300_fp4": lambda: f"{_lecture_ratio('GB300', 'fp4'):.0f}",
+    "lecture_r_rubin_fp4": lambda: f"{_lecture_ratio('Rubin', 'fp4'):.0f}",
+    "balance_v3_h100": lambda: f"{roofline.balance_batch('H100-SXM', V3, 'bf16'):,.0f}",
+    "balance_v3_lecture_s": lambda: f"{_r('H100-SXM') * LECTURE_S:,.0f}",
+    "balance_v3_nvl72": lambda: f"{roofline.balance_batch(NVL72['chip'], V3, NVL72['dtype']):,.0f}",
+    "balance_v3_nvl72_per_gpu": lambda: f"{roofline.balance_batch(NVL72['chip'], V3, NVL72['dtype']) / NVL72['chips']:.0f}",
+    "lstar_v3_h100": lambda: _sig2(roofline.balance_context_for("H100-SXM", V3, "bf16")),
+    "lstar_v3_h100_matmuls_only": lambda: _sig2(_lstar_matmuls_only("H100-SXM", V3)),
+    "lstar_llama70_h100": lambda: _sig2(roofline.balance_context_for("H100-SXM", LLAMA_70B, "bf16")),
+    "mla_flops_per_byte_v3": lambda: f"{_flops_per_kv_byte(V3):.0f}",
+    "gqa_flops_per_byte_llama70": lambda: f"{_flops_per_kv_byte(LLAMA_70B):.0f}",
+    "kv_v3_kib": lambda: f"{models.get(V3).kv_bytes_per_token(2) / 1024:.0f}",
+    "share_v3_b1": lambda: _pct(_v3_share_read(1)),
+    "share_v3_b32": lambda: _pct(_v3_share_read(32)),
+    "share_v3_b100": lambda: _pct(_v3_share_read(100)),
     "drain_h100_ms": lambda: f"{hardware.get('H100-SXM').drain_time * 1e3:.0f}",
     "drain_a100_ms": lambda: f"{hardware.get('A100-80GB').drain_time * 1e3:.0f}",
     "drain_gb200_ms": lambda: f"{hardware.get('GB200').drain_time * 1e3:.0f}",
-    "floor_v3_nvl72_ms": lambda: f"{_key('latency_floor_ms'):.1f}",
-    "fast_shrink": lambda: f"{_key('fast_batch_shrink'):.0f}",
+    "floor_v3_nvl72_ms": lambda: f"{_nvl72_ms(1):.3f}",
+    "every_weight_v3_nvl72_ms": lambda: f"{_nvl72_ms(1, 't_weights_all'):.2f}",
+    "mfu_v3_nvl72_b1": lambda: f"{_nvl72_ms(1, 't_compute') / _nvl72_ms(1):.1%}",
+    "fast_shrink": lambda: f"{(lambda normal, fast: normal / fast)(*roofline.fast_mode(ch01.FAST_SPEED, ch01.FAST_PRICE)):.0f}",
     "fast_price": lambda: f"{ch01.FAST_PRICE:g}",
     "fast_speed": lambda: f"{ch01.FAST_SPEED:g}",
+    "batch_api_discount": lambda: _pct(_slow_discount("anthropic/claude-opus-4.6", "batch")),
+    "batch_api_hours": lambda: f"{prices.get('anthropic/claude-opus-4.6').batch['within_hours']}",
+    "off_peak_discount": lambda: _pct(_slow_discount("deepseek/deepseek-chat@2025-02", "off-peak")),
     "v3_routed": lambda: f"{_v3_moe('experts_per_token')}",
     "v3_experts": lambda: f"{_v3_moe('n_routed_experts')}",
     "v3_shared": lambda: f"{_v3_moe('n_shared_experts')}",
     "lecture_v3_active": lambda: f"{LECTURE['deepseek_active_experts']:.0f}",
     "lecture_v3_experts": lambda: f"{LECTURE['deepseek_experts']:.0f}",
-    "lecture_s": lambda: f"{ch01.LECTURE_SPARSITY:g}",
+    "lecture_s": lambda: f"{LECTURE_S:g}",
 }
 """Numbers the cards quote, each computed from chalk and formatted as the card shows it."""
 
 
 # Okabe-Ito colours: distinguishable with the common colour-vision deficiencies.
 _BLUE, _ORANGE, _GREY = "#0072B2", "#D55E00", "#999999"
-_FIG_SYSTEM = dict(chip="GB200", model="deepseek-v3", context=1024, dtype="fp8", usd_per_chip_hour=USD_PER_CHIP_HOUR)
-"""What the card figures draw: DeepSeek-V3 in FP8 on a GB200 NVL72 rack, 1k tokens of context."""
+_FIG_SYSTEM = dict(**NVL72, model=V3, context=4096, usd_per_chip_hour=USD_PER_CHIP_HOUR)
+"""What the card figures draw: DeepSeek-V3 in FP8 (attention in BF16) on a GB200 NVL72 rack, 4k context."""
 
 
 def _fig_curves():
     """Batch, B*, and the per-step times (ms) of compute, weight reads and KV reads on the rack."""
-    chip, model = hardware.get(_FIG_SYSTEM["chip"]), models.get(_FIG_SYSTEM["model"])
-    dtype, chips = _FIG_SYSTEM["dtype"], chip.scale_up_domain
-    args = (_FIG_SYSTEM["context"], model.active_params, model.total_params,
-            hardware.bytes_per_weight(dtype), model.kv_bytes_per_token(2),
-            chips * chip.flops(dtype), chips * chip.hbm_bandwidth)
-    b_star = float(roofline.numeric["balance_batch"](0, *args))
-    batch = np.linspace(1, 3 * b_star, 600)
-    times = {n: 1e3 * np.broadcast_to(roofline.numeric[n](batch, *args), batch.shape)
+    s = _FIG_SYSTEM
+    params = roofline.replica_params(s["chip"], s["model"], s["dtype"], s["chips"], context=s["context"])
+    b_star = roofline.balance_batch(s["chip"], s["model"], s["dtype"], s["context"])
+    batch = np.geomspace(1, 3 * b_star, 600)
+    times = {n: 1e3 * np.broadcast_to(roofline.numeric[n](batch, s["context"], *params), batch.shape)
              for n in ("t_compute", "t_weights", "t_kv")}
     return batch, b_star, times
 
@@ -82,30 +140,31 @@ def _new_axes(b_star: float):
     ax.axvline(b_star, color=_GREY, lw=0.8)
     ax.annotate(r"$B^\star$", (b_star, 1), xycoords=("data", "axes fraction"), xytext=(3, -10),
                 textcoords="offset points", fontsize=8)
-    ax.set_title("DeepSeek-V3, FP8, GB200 NVL72, 1k context", fontsize=7)
+    ax.set_title("DeepSeek-V3, FP8, GB200 NVL72, 4k context", fontsize=7)
     ax.tick_params(labelsize=7)
     return fig, ax
 
 
 def _graph_a():
-    """Graph A: step time against batch, the max of the memory line and the compute line."""
+    """Graph A: step time against batch, the max of the memory line and the compute line (log-log,
+    so the weight read's rise at small batch, as more experts are touched, shows)."""
     batch, b_star, t = _fig_curves()
     memory = t["t_weights"] + t["t_kv"]
     fig, ax = _new_axes(b_star)
-    ax.plot(batch, t["t_weights"], ":", color=_GREY, label="weight read")
-    ax.plot(batch, memory, "--", color=_BLUE, label="memory (weights + KV)")
-    ax.plot(batch, t["t_compute"], "--", color=_ORANGE, label="compute")
-    ax.plot(batch, np.maximum(t["t_compute"], memory), color="black", lw=2, label="step time")
-    ax.set(xlabel="batch B (sequences)", ylabel="step time (ms)", ylim=(0, None), xlim=(0, batch[-1]))
-    ax.legend(fontsize=6.5, loc="lower right")
+    ax.loglog(batch, t["t_weights"], ":", color=_GREY, label="weight read (experts touched)")
+    ax.loglog(batch, memory, "--", color=_BLUE, label="memory (weights + KV)")
+    ax.loglog(batch, t["t_compute"], "-.", color=_ORANGE, label="compute (matmuls + attention)")
+    ax.loglog(batch, np.maximum(t["t_compute"], memory), color="black", lw=2, label="step time")
+    ax.set(xlabel="batch B (sequences)", ylabel="step time (ms)")
+    ax.legend(fontsize=6, loc="lower right")
     return fig
 
 
 def _graph_b():
-    """Graph B: cost per token against batch, a hyperbola falling onto a floor (log-log)."""
+    """Graph B: cost per token against batch, falling onto a floor (log-log)."""
     batch, b_star, t = _fig_curves()
-    chips = hardware.get(_FIG_SYSTEM["chip"]).scale_up_domain
-    usd_per_mtok_per_ms = 1e-3 * chips * _FIG_SYSTEM["usd_per_chip_hour"] / 3600 * 1e6
+    s = _FIG_SYSTEM
+    usd_per_mtok_per_ms = 1e-3 * s["chips"] * s["usd_per_chip_hour"] / 3600 * 1e6
     per_token = {n: usd_per_mtok_per_ms * v / batch for n, v in t.items()}
     fig, ax = _new_axes(b_star)
     ax.loglog(batch, per_token["t_weights"], ":", color=_GREY, label="weight read / B")

@@ -7,7 +7,8 @@ import numpy as np
 from ... import reversible as rv
 from ...catalog import models
 from ...figures import revnets
-from ...figures.canvas import new_figure, style
+from ...figures.canvas import describe, new_figure, style
+from ...figures.explorer import number
 
 _MODEL, _TOKENS = "llama-3-70b", 8 * 8192
 """The chapter's memory example: Llama 3 70B, eight 8k sequences per micro-batch."""
@@ -51,32 +52,42 @@ def _avalanche():
     fig, (ax,) = new_figure(3.6, 2.5)
     fig.subplots_adjust(left=0.17, right=0.97, bottom=0.2, top=0.9)
     rounds = np.arange(1, revnets.MAX_ROUNDS + 1)
+    means = {rf: revnets.avalanche_matrices(rf).mean(axis=(1, 2)) for rf in ("middle-square", "sbox")}
     with style():
-        for rf in ("middle-square", "sbox"):
-            ax.plot(rounds, revnets.avalanche_matrices(rf).mean(axis=(1, 2)), "o-", ms=3,
-                    label=revnets.ROUND_FUNCTIONS[rf])
+        for rf, m in means.items():
+            ax.plot(rounds, m, marker=revnets.MARKERS[rf], ms=3, label=revnets.ROUND_FUNCTIONS[rf])
         ax.axhline(revnets.random_permutation_flip(), color="#555555", ls="--", lw=1, label="random permutation")
         ax.set(xlabel="rounds", ylabel="mean flip fraction", ylim=(0, 0.7), title="avalanche, 16-bit Feistel")
         ax.legend(frameon=False, fontsize=6.5, loc="lower right")
-    return fig
+    said = "; ".join(f"{revnets.ROUND_FUNCTIONS[rf]} from {m[0]:.2f} after 1 round to {m[-1]:.2f} after "
+                     f"{rounds[-1]}" for rf, m in means.items())
+    return describe(fig, f"{said}; a random permutation flips {revnets.random_permutation_flip():.2f}.")
 
 
 def _memory():
     fig, (ax,) = new_figure(3.6, 2.5)
     fig.subplots_adjust(left=0.17, right=0.97, bottom=0.2, top=0.9)
     curves = revnets.memory_curves(_MODEL, _TOKENS)
+    m = models.get(_MODEL)
+    depths = np.array(revnets.DEPTHS, dtype=float)
+    peaks = {p: rv.activation_bytes(_TOKENS, m.d_model, depths, p, peak=True, vocab=m.vocab) / 1e9
+             for p in ("block", "reversible")}
+    # Solid: kept between layers; dashed: the peak. The marker names the policy.
     with style():
-        m = models.get(_MODEL)
         for p, ys in curves.items():
-            ax.plot(revnets.DEPTHS, ys, color=revnets.COLORS[p], label=f"{p}, kept")
-        for p in ("block", "reversible"):
-            peak = rv.activation_bytes(_TOKENS, m.d_model, np.array(revnets.DEPTHS, dtype=float), p,
-                                       peak=True, vocab=m.vocab) / 1e9
-            ax.plot(revnets.DEPTHS, peak, color=revnets.COLORS[p], ls="--", label=f"{p}, peak")
+            ax.plot(revnets.DEPTHS, ys, color=revnets.COLORS[p], marker=revnets.POLICY_MARKERS[p], ms=3,
+                    markevery=4, label=f"{p}, kept")
+        for p, peak in peaks.items():
+            ax.plot(revnets.DEPTHS, peak, color=revnets.COLORS[p], ls="--", marker=revnets.POLICY_MARKERS[p],
+                    ms=3, mfc="white", markevery=4, label=f"{p}, peak")
         ax.set_yscale("log")
         ax.set(xlabel="layers", ylabel="GB", title="activation memory against depth")
         ax.legend(frameon=False, fontsize=6.5)
-    return fig
+    at = revnets.DEPTHS[-1]
+    kept = ", ".join(f"{p} {number(ys[-1])} GB" for p, ys in curves.items())
+    peak = ", ".join(f"{p} {number(ys[-1])} GB" for p, ys in peaks.items())
+    return describe(fig, f"{m.display}, {_TOKENS:,} tokens per micro-batch, log scale: every curve grows "
+                         f"with depth; at {at} layers kept between layers: {kept}; at the peak: {peak}.")
 
 
 FIGURES: dict[str, Callable] = {"ch07_avalanche": _avalanche, "ch07_memory": _memory}

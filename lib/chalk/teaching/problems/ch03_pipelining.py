@@ -17,7 +17,7 @@ INTERLEAVED = dict(stages=4, microbatches=12, chunks=3)
 """``bubble_interleaved``: an interleaved 1F1B step."""
 TARGET = dict(stages=12, chunks=2, bubble=0.10)
 """``min_microbatches``: the fewest micro-batches that keep the interleaved bubble under 10%."""
-RATIO = dict(model="jamba-v0.1", system="mi355x-8", layers=4, expert_parallel=8)
+RATIO = dict(model="jamba-v0.1", system="mi355x-8", layers=6, expert_parallel=8)
 """``rack_ratio_jamba``: the rack test for a stage of Jamba's MoE layers."""
 MIN_LAYERS = dict(model="mixtral-8x7b", system="hgx-b200", expert_parallel=8)
 """``min_layers_mixtral``: fewest MoE layers per stage, experts spread over 8 GPUs."""
@@ -33,8 +33,9 @@ PLOT = dict(stages=5, microbatches=6, schedule="1f1b", ratio=2.0)
 """The chart of ``step_time_read``, drawn in the problem set from the simulator."""
 PLOT_MICROBATCHES = 12
 """The micro-batches ``step_time_read`` asks about, read against the chart's."""
-WEIGHTS = dict(model="llama-3.1-405b", stages=8, dtype="bf16")
-"""``weights_per_stage_gb``: an inference pipeline's weights per stage."""
+WEIGHTS = dict(model="llama-3.1-405b", stages=12, dtype="bf16")
+"""``weights_per_stage_gb``: an inference pipeline's weights per stage (not 8 stages: Chapter 4
+prints that one)."""
 PEAK = dict(stages=4, microbatches=8, chunks=2)
 """``peak_interleaved``: the activations interleaved 1F1B keeps on its first stage."""
 

@@ -1,0 +1,393 @@
+"""Chapter 6's figures, live explorer and static twin: cost per token against context (graph C)
+with a provider's price steps over it, passes of n tokens (graph D), and what holding a prompt
+cache costs in each memory tier against recomputing it.
+
+Every curve comes from ``chalk.pricing`` (which reads Chapter 1's roofline and the calculator's
+pass formulas); the figures only draw and label it.
+"""
+import html
+from functools import lru_cache
+
+import numpy as np
+
+from .. import pricing
+from ..catalog import models, prices, systems, tiers
+from ..catalog.quoted import USD_PER_CHIP_HOUR
+from ..errors import ChalkError
+from . import explorer, twin
+from .canvas import Layers, describe, new_figure, style
+from .explorer import Dropdown, log_slider
+
+CONTEXTS = np.logspace(2, 6, 41)
+"""Contexts of graph C: 100 to a million tokens, ten stops a decade."""
+HOLDS = np.logspace(-3, 7, 51)
+"""Hold times of the cache panel: a millisecond to about four months."""
+COLORS = {"compute": "#0072B2", "memory": "#D55E00", "cost": "#222222", "input": "#009E73",
+          "output": "#CC79A7", "kink": "#E69F00", "remat": "#999999"}
+TIER_STYLES = ("-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 3)))
+TIER_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+"""One dash pattern and marker per tier, so that the tiers stay apart without colour."""
+TIER_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#555555")
+
+
+def _short(name: str) -> str:
+    """A tier's legend label: its display name up to the first parenthesis."""
+    return name.split(" (")[0]
+
+
+# --- graph C ----------------------------------------------------------------------------------
+def draw_cost(ax, model, target, dtype, batch, price=None, contexts=CONTEXTS, mark_kink=True):
+    """Compute, memory and their maximum per token against context, relative to the cost at the
+    shortest context, with the kink marked and ``price``'s long-context step over it. Returns the
+    ``pricing.ContextCost`` drawn."""
+    c = pricing.cost_against_context(model, target, contexts, batch, dtype)
+    base = np.maximum(c.compute, c.memory)[0]
+    ax.plot(c.context, c.compute / base, color=COLORS["compute"], ls="--", label="compute (matmuls + attention)")
+    ax.plot(c.context, c.memory / base, color=COLORS["memory"], ls=":", lw=1.8, label="memory (weights + KV reads)")
+    ax.plot(c.context, c.relative, color=COLORS["cost"], lw=2.2, label="cost per token (the larger)")
+    if mark_kink and np.isfinite(c.kink):
+        ax.axvline(c.kink, color=COLORS["kink"], lw=1, ls="-.", label=f"kink, L = {c.kink:,.0f}")
+    if price is not None:
+        _draw_price(ax, prices.get(price) if isinstance(price, str) else price, contexts)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("context L (tokens)")
+    ax.set_ylabel("cost per token / cost at the shortest context")
+    return c
+
+
+def _draw_price(ax, price, contexts):
+    if not price.long_context:
+        return
+    step = price.long_context["above_tokens"]
+    to_in, to_out = price.long_context_multipliers
+    xs = [contexts[0], step, step, contexts[-1]]
+    ax.plot(xs, [1, 1, to_in, to_in], color=COLORS["input"], lw=1.6, marker="|", ms=8,
+            label=f"{price.model}: input price step (x{to_in:g})")
+    ax.plot(xs, [1, 1, to_out, to_out], color=COLORS["output"], lw=1.6, ls=(0, (4, 2)),
+            label=f"output price step (x{to_out:g})")
+
+
+def cost_figure(model="llama-3.1-70b", target="H100-SXM", dtype="fp8", batch=4096, price="google/gemini-2.5-pro",
+                width=7.0, height=3.8, mark_kink=True):
+    """Graph C for one model, chip and batch, with a provider's price steps (none if ``price`` is None)."""
+    fig, (ax,) = new_figure(width, height)
+    with style():
+        c = draw_cost(ax, model, target, dtype, batch, price, mark_kink=mark_kink)
+        ax.set_title(f"{models.get(model).display} on {target}, {dtype.upper()}, {batch:,.0f} sequences per step")
+        ax.legend(fontsize=7, frameon=False, loc="upper left")
+        fig.tight_layout()
+    kink = f"the reads overtake the compute at {c.kink:,.0f} tokens" if np.isfinite(c.kink) else \
+        "the reads never overtake the compute in this range"
+    return describe(fig, f"Cost per token is flat while compute-bound, then rises in proportion to the "
+                         f"context: {kink}, and at {c.context[-1]:,.0f} tokens a token costs "
+                         f"{c.relative[-1]:,.3g} times what it costs at {c.context[0]:,.0f}.")
+
+
+# --- graph D ----------------------------------------------------------------------------------
+def pass_figure(model="llama-3.1-70b", target="hgx-h100", dtype="fp8", cached=0, width=6.4, height=3.6):
+    """Graph D: time per token of a pass of n new tokens of one sequence, compute and memory."""
+    ns = 2 ** np.arange(0, 15)
+    pt = pricing.pass_times(model, target, ns, cached=cached, dtype=dtype)
+    fig, (ax,) = new_figure(width, height)
+    with style():
+        ax.plot(ns, 1e3 * pt.compute / ns, color=COLORS["compute"], ls="--", marker="^", ms=4,
+                label="compute per token")
+        ax.plot(ns, 1e3 * pt.memory / ns, color=COLORS["memory"], ls=":", marker="o", ms=4,
+                label="memory per token (falls as 1/n)")
+        ax.plot(ns, 1e3 * pt.per_token, color=COLORS["cost"], lw=2.2, label="time per token (the larger)")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("new tokens per pass, n (decode 1, prefill many)")
+        ax.set_ylabel("ms of the replica per token")
+        ax.set_title(f"{models.get(model).display} on {target}, {dtype.upper()}, one sequence")
+        ax.legend(fontsize=7, frameon=False)
+        fig.tight_layout()
+    return describe(fig, f"Decode (n = 1) takes {1e3 * pt.per_token[0]:.3g} ms per token, memory-bound; per "
+                         f"token time falls as 1/n until compute takes over at n = {pt.knee:,.0f}, where prefill "
+                         f"runs at {1e3 * pt.per_token[-1]:.3g} ms per token, {pt.per_token[0] / pt.per_token[-1]:,.0f} "
+                         "times less.")
+
+
+# --- the cache panel --------------------------------------------------------------------------
+def draw_tiers(ax, target, usd_per_chip_hour=USD_PER_CHIP_HOUR, remat=None):
+    """Dollars per GB held against hold time for each tier of ``target``, the envelope bold, and
+    ``remat`` (dollars per byte to recompute) as a level. Returns the tiers and the envelope's
+    break-even holds."""
+    held = tiers.tiers_with_hbm(target, usd_per_chip_hour)
+    costs = {t.name: np.array([pricing.hold_costs(h, target, usd_per_chip_hour)[t.name] for h in HOLDS]) for t in held}
+    for i, t in enumerate(held):
+        ax.plot(HOLDS, 1e9 * costs[t.name], color=TIER_COLORS[i % 7], ls=TIER_STYLES[i % 7], marker=TIER_MARKERS[i % 7],
+                markevery=10, ms=4, lw=1.1, label=_short(t.display))
+    envelope = np.min(np.vstack(list(costs.values())), axis=0)
+    ax.plot(HOLDS, 1e9 * envelope, color="black", lw=3, alpha=0.25, label="cheapest tier")
+    if remat is not None:
+        ax.axhline(1e9 * remat, color=COLORS["remat"], lw=1.4, ls="--", label="recompute the prefill")
+    _, switches = pricing.tier_envelope(target, usd_per_chip_hour)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("hold time T (s)")
+    ax.set_ylabel("dollars per GB held and read back")
+    return held, switches
+
+
+def tier_figure(target="hgx-h100", model="llama-3.1-70b", prompt=32768, dtype="fp8",
+                usd_per_chip_hour=USD_PER_CHIP_HOUR, width=7.0, height=4.0):
+    remat = pricing.recompute_usd_per_byte(model, target, prompt, dtype, usd_per_chip_hour)
+    fig, (ax,) = new_figure(width, height)
+    with style():
+        held, switches = draw_tiers(ax, target, usd_per_chip_hour, remat)
+        ax.set_title(f"Holding a prompt cache beside {target} at {usd_per_chip_hour:g} USD per GPU-hour")
+        ax.legend(fontsize=7, frameon=False, loc="upper left")
+        fig.tight_layout()
+    steps = "; ".join(f"{_short(s.slower.display)} from {s.hold_seconds:,.3g} s" for s in switches)
+    after = pricing.rematerialise_after(model, target, prompt, dtype, usd_per_chip_hour)
+    return describe(fig, f"Each tier's cost is a line in the hold time whose floor is set by its drain time. "
+                         f"The cheapest tier starts with {_short(held[0].display) if not switches else _short(switches[0].faster.display)} "
+                         f"and moves on to {steps}. Recomputing a {prompt:,}-token prompt of "
+                         f"{models.get(model).display} beats every tier after {after / 86400:,.3g} days.")
+
+
+# --- the live explorer ------------------------------------------------------------------------
+MODELS = ("llama-3.1-70b", "llama-3.1-405b", "deepseek-v3", "qwen3-235b-a22b", "gemma-2-9b", "jamba-v0.1", "kimi-k2")
+TARGETS = ("H100-SXM", "H200", "B200", "hgx-h100", "gb200-nvl72")
+PRICES = tuple(name for name, p in prices.catalog_prices().items() if p.long_context)
+
+
+class LongContextFigure:
+    """Left: graph C with the price steps. Right: the cache tiers with the chosen hold marked."""
+
+    def __init__(self, width=9.0, height=3.8):
+        self.fig, (self.ax_cost, self.ax_tier) = new_figure(width, height, 2)
+        self.fig.subplots_adjust(left=0.07, right=0.99, bottom=0.34, top=0.9, wspace=0.25)
+        with style():
+            for ax in (self.ax_cost, self.ax_tier):
+                ax.set_xscale("log")
+                ax.set_yscale("log")
+            self.ax_cost.set_xlim(CONTEXTS[0], CONTEXTS[-1])
+            self.ax_tier.set_xlim(HOLDS[0], HOLDS[-1])
+            self.ax_cost.set_xlabel("context L (tokens)")
+            self.ax_cost.set_ylabel("cost per token (relative)")
+            self.ax_cost.set_title("graph C: cost per token against context")
+            self.ax_tier.set_xlabel("hold time T (s)")
+            self.ax_tier.set_ylabel("USD per GB held and read back")
+            self.ax_tier.set_title("where to hold a prompt cache")
+            a = self.ax_cost
+            self.compute = a.plot([], [], color=COLORS["compute"], ls="--", label="compute")[0]
+            self.memory = a.plot([], [], color=COLORS["memory"], ls=":", lw=1.8, label="memory")[0]
+            self.cost = a.plot([], [], color=COLORS["cost"], lw=2.2, label="cost (the larger)")[0]
+            self.step_in = a.plot([], [], color=COLORS["input"], marker="|", ms=8, label="input price step")[0]
+            self.step_out = a.plot([], [], color=COLORS["output"], ls=(0, (4, 2)), label="output price step")[0]
+            self.kink = a.plot([], [], color=COLORS["kink"], ls="-.", lw=1, label="kink")[0]
+            self.tier_lines = [self.ax_tier.plot([], [], color=TIER_COLORS[i], ls=TIER_STYLES[i], marker=TIER_MARKERS[i],
+                                                 markevery=10, ms=4, lw=1.1)[0] for i in range(7)]
+            self.envelope = self.ax_tier.plot([], [], color="black", lw=3, alpha=0.25, label="cheapest tier")[0]
+            self.here = self.ax_tier.plot([], [], "o", ms=9, color=COLORS["kink"], mec="black", zorder=5,
+                                          label="chosen hold time", clip_on=False)[0]
+            self.fig.legend(handles=[self.compute, self.memory, self.cost, self.step_in, self.step_out, self.kink,
+                                     self.envelope, self.here], loc="lower center", ncol=4, frameon=False)
+            self.tier_legend = None
+            self.note = self.fig.text(0.5, 0.6, "", ha="center", va="center", fontsize=11, color="#b00")
+        self.layers = Layers(self.fig, [self.compute, self.memory, self.cost, self.step_in, self.step_out, self.kink,
+                                        *self.tier_lines, self.envelope, self.note],
+                             [self.here], [self.ax_cost.yaxis, self.ax_tier.yaxis])
+        self._view, self._ylim = None, None
+
+    def draw(self, view, c: pricing.ContextCost, price, held, costs, hold, hold_cost):
+        if view != self._view:
+            self._view = view
+            self.note.set_text("")
+            base = np.maximum(c.compute, c.memory)[0]
+            self.compute.set_data(c.context, c.compute / base)
+            self.memory.set_data(c.context, c.memory / base)
+            self.cost.set_data(c.context, c.relative)
+            top = max(c.relative.max(), 2.0)
+            if price.long_context:
+                step = price.long_context["above_tokens"]
+                to_in, to_out = price.long_context_multipliers
+                xs = [CONTEXTS[0], step, step, CONTEXTS[-1]]
+                self.step_in.set_data(xs, [1, 1, to_in, to_in])
+                self.step_out.set_data(xs, [1, 1, to_out, to_out])
+            else:
+                self.step_in.set_data([], [])
+                self.step_out.set_data([], [])
+            low = min((c.compute / base).min(), (c.memory / base).min(), 1.0)
+            self.kink.set_data(([c.kink] * 2, [low, top]) if np.isfinite(c.kink) else ([], []))
+            for line, t in zip(self.tier_lines, held + [None] * (7 - len(held))):
+                if t is None:
+                    line.set_data([], [])
+                    line.set_label("_unused")
+                else:
+                    line.set_data(HOLDS, 1e9 * costs[t.name])
+                    line.set_label(_short(t.display))
+            self.envelope.set_data(HOLDS, 1e9 * np.min(np.vstack(list(costs.values())), axis=0))
+            if self.tier_legend is not None:
+                self.layers.view.remove(self.tier_legend)
+                self.tier_legend.remove()
+            with style():
+                self.tier_legend = self.ax_tier.legend(handles=self.tier_lines[:len(held)], fontsize=7,
+                                                       frameon=True, loc="upper left")
+            self.layers.view.append(self.tier_legend)
+            ylim_cost = (10 ** np.floor(np.log10(low)), 10 ** np.ceil(np.log10(top)))
+            all_costs = np.concatenate([1e9 * v for v in costs.values()])
+            ylim_tier = (10 ** np.floor(np.log10(all_costs.min())), 10 ** np.ceil(np.log10(all_costs.max())))
+            self._ylim = (ylim_cost, ylim_tier)
+            self.ax_cost.set_ylim(*ylim_cost)
+            self.ax_tier.set_ylim(*ylim_tier)
+        self.here.set_data([hold], [1e9 * hold_cost])
+
+    def message(self, text: str):
+        self._view = ("message", text)
+        for a in (self.compute, self.memory, self.cost, self.step_in, self.step_out, self.kink, *self.tier_lines,
+                  self.envelope, self.here):
+            a.set_data([], [])
+        self.note.set_text(text)
+
+    def render(self) -> bytes:
+        return self.layers.render(self._ylim, self._view)
+
+
+@lru_cache(maxsize=128)
+def _curves(model, target, dtype, batch):
+    return pricing.cost_against_context(model, target, CONTEXTS, batch, dtype)
+
+
+@lru_cache(maxsize=16)
+def _tier_costs(target):
+    held = tiers.tiers_with_hbm(target)
+    costs = {t.name: np.array([pricing.hold_costs(h, target)[t.name] for h in HOLDS]) for t in held}
+    return held, costs
+
+
+def readout(model, target, dtype, batch, price, hold, c, tier, cost) -> str:
+    p = prices.get(price)
+    to_in, to_out = p.long_context_multipliers
+    kink = f"reads overtake compute at <b>L = {c.kink:,.0f}</b>" if np.isfinite(c.kink) else \
+        "compute-bound over the whole range"
+    return (f"{html.escape(models.get(model).display)} on {html.escape(target)}, {dtype.upper()}, "
+            f"{batch:,.0f} sequences per step: {kink}; at 1M tokens a token costs {c.relative[-1]:,.3g}x "
+            f"its short-context cost. {html.escape(p.model)} steps at {p.long_context['above_tokens']:,} "
+            f"tokens by x{to_in:g} (input) and x{to_out:g} (output).<br>A cache held {explorer.number(hold)} s: "
+            f"cheapest in <b>{html.escape(tier.display)}</b>, {1e9 * cost:,.3g} USD per GB "
+            "(capacity rent + one read back; power and hosts left out).")
+
+
+SESSION = [
+    {"hold": 3600.0}, {"hold": 1780.0}, {"hold": 300.0}, {"hold": 86400.0}, {"batch": 1e5}, {"hold": 1.0},
+    {"hold": 0.01}, {"hold": 5.62}, {"model": "deepseek-v3"}, {"hold": 1e5}, {"hold": 3.16e4}, {"dtype": "bf16"},
+    {"hold": 30.0}, {"hold": 56.2}, {"target": "gb200-nvl72"}, {"hold": 1e6}, {"hold": 600.0},
+    {"price": "anthropic/claude-sonnet-4.5"}, {"hold": 10.0}, {"hold": 3e4}, {"model": "jamba-v0.1"},
+    {"hold": 3e6}, {"hold": 0.1}, {"batch": 100.0}, {"hold": 3600.0}, {"hold": 100.0}, {"model": "llama-3.1-70b"},
+    {"hold": 1e4}, {"hold": 1.78e5}, {"target": "H100-SXM"},
+]
+"""A reader's session for the benchmark: the hold time most often."""
+
+
+class Explorer(explorer.Explorer):
+    """Chapter 6's explorer: model x chip x number format x batch x price entry x hold time."""
+    controls = (
+        Dropdown("model", "model", tuple((models.get(m).display, m) for m in MODELS)),
+        Dropdown("target", "chip or system", tuple((t, t) for t in TARGETS)),
+        Dropdown("dtype", "weights", (("BF16", "bf16"), ("FP8", "fp8"))),
+        log_slider("batch", "sequences per step", 1, 1e6, per_decade=4),
+        Dropdown("price", "price list", tuple((prices.get(p).model, p) for p in PRICES)),
+        log_slider("hold", "cache hold time (s)", 1e-3, 1e7, per_decade=4),
+    )
+    defaults = dict(model="llama-3.1-70b", target="H100-SXM", dtype="fp8", batch=1e4,
+                    price="google/gemini-2.5-pro", hold=300.0)
+    rows = (("model", "target", "dtype"), ("batch", "price"), ("hold",))
+
+    def make_figure(self):
+        return LongContextFigure()
+
+    def draw(self, model, target, dtype, batch, price, hold) -> str:
+        c = _curves(model, target, dtype, batch)
+        held, costs = _tier_costs(target)
+        tier = pricing.cheapest_tier(hold, target)
+        cost = pricing.hold_costs(hold, target)[tier.name]
+        self.figure.draw((model, target, dtype, batch, price), c, prices.get(price), held, costs, hold, cost)
+        return readout(model, target, dtype, batch, price, hold, c, tier, cost)
+
+
+# --- static twin ------------------------------------------------------------------------------
+TWIN_MODELS = ("llama-3.1-70b", "deepseek-v3", "jamba-v0.1")
+TWIN_TARGETS = ("H100-SXM", "hgx-h100", "gb200-nvl72")
+TWIN_PRICES = ("google/gemini-2.5-pro", "anthropic/claude-sonnet-4.5")
+TWIN_HOLDS = ((1.0, "1 second"), (300.0, "5 minutes"), (3600.0, "1 hour"), (86400.0, "1 day"))
+TWIN_BATCH = 4096
+TWIN_DTYPE = "fp8"
+PANEL_W, PANEL_H = 420, 230
+TEMPLATES = ["L = {context} tokens: compute {0.compute}, memory {0.memory}, cost {0.cost} times the cost "
+             "at 100 tokens; {price}'s list above {step} tokens: x{0.input} (input), x{0.output} (output). "
+             "Kink at {kink} tokens. "
+             "A cache held {hold}: cheapest in {tier}, {tier_cost} USD per GB."]
+
+
+def _bars(target, hold) -> list:
+    """The cache panel as bars: each tier's cost at ``hold`` on a log scale, the cheapest marked."""
+    costs = pricing.hold_costs(hold, target)
+    held = tiers.tiers_with_hbm(target)
+    logs = {t.name: np.log10(1e9 * costs[t.name]) for t in held}
+    low, high = np.floor(min(logs.values())), np.ceil(max(logs.values()))
+    best = min(costs, key=costs.get)
+    row = (PANEL_H - 54) / len(held)
+    shapes = [twin.text(10, 32, f"USD per GB held {hold:g} s and read back (log scale, 1e{low:.0f} to 1e{high:.0f})",
+                        size=10)]
+    for i, t in enumerate(held):
+        y = 42 + i * row
+        w = 20 + (PANEL_W - 190) * (logs[t.name] - low) / max(high - low, 1)
+        shapes.append(twin.text(150, y + row * 0.6, _short(t.display)[:26], anchor="end", size=9))
+        shapes.append(twin.rect(155, round(y), round(w), round(row * 0.75), "#1b7837" if t.name == best else "#9aa7b8",
+                                label=f"{_short(t.display)}: {1e9 * costs[t.name]:.3g} USD per GB"))
+        shapes.append(twin.text(160 + w, y + row * 0.6, f"{1e9 * costs[t.name]:.2g}" + (" (cheapest)" if t.name == best else ""),
+                                size=9))
+    return shapes
+
+
+def twin_view(model, target, price, hold) -> dict:
+    c = pricing.cost_against_context(model, target, CONTEXTS, TWIN_BATCH, TWIN_DTYPE)
+    base = np.maximum(c.compute, c.memory)[0]
+    p = prices.get(price)
+    step = p.long_context["above_tokens"]
+    to_in, to_out = p.long_context_multipliers
+    tier = pricing.cheapest_tier(hold, target)
+    cost = pricing.hold_costs(hold, target)[tier.name]
+    series = {"compute": twin.rounded(c.compute / base), "memory": twin.rounded(c.memory / base),
+              "cost": twin.rounded(c.relative),
+              "input": twin.rounded(np.where(CONTEXTS > step, to_in, 1.0)),
+              "output": twin.rounded(np.where(CONTEXTS > step, to_out, 1.0))}
+    top = max(c.relative.max(), to_in)
+    low = min((c.compute / base).min(), (c.memory / base).min(), 1.0)
+    stops = len(CONTEXTS)
+    return {"panels": [{"ylim": [float(10 ** np.floor(np.log10(low))), float(10 ** np.ceil(np.log10(top)))],
+                        "series": series,
+                        **({"vlines": [{"x": float(c.kink), "style": "kink"}]} if np.isfinite(c.kink) else {})},
+                       {"frames": [_bars(target, hold)]}],
+            "readout": {"pick": [0] * stops, "values": {},
+                        "constants": {"kink": f"{c.kink:,.0f}" if np.isfinite(c.kink) else "none below 1M",
+                                      "price": p.model, "step": f"{step:,}",
+                                      "hold": dict(TWIN_HOLDS)[hold], "tier": _short(tier.display),
+                                      "tier_cost": f"{1e9 * cost:.3g}"}}}
+
+
+def twin_data() -> dict:
+    controls = [
+        twin.select("model", "model", [(m, models.get(m).display) for m in TWIN_MODELS]),
+        twin.select("target", "chip or system", [(t, t) for t in TWIN_TARGETS]),
+        twin.select("price", "price list", [(p, prices.get(p).model) for p in TWIN_PRICES]),
+        twin.select("hold", "cache hold time", [(f"{h:g}", label) for h, label in TWIN_HOLDS]),
+        twin.slider("context", "context L (tokens)", CONTEXTS, 200_000),
+    ]
+    panels = [twin.chart(f"cost per token against context ({TWIN_BATCH:,} sequences per step, FP8)",
+                         "context L (tokens)", "relative to the cost at 100 tokens", point=("cost", "point")),
+              twin.shapes("where to hold a prompt cache", PANEL_W, PANEL_H)]
+    styles = {"compute": twin.line_style("compute", COLORS["compute"], 1.4, "6 3"),
+              "memory": twin.line_style("memory", COLORS["memory"], 1.8, "2 2"),
+              "cost": twin.line_style("cost per token (the larger)", COLORS["cost"], 2.4),
+              "input": twin.line_style("input price step", COLORS["input"], 1.6, "10 2 2 2 2 2"),
+              "output": twin.line_style("output price step", COLORS["output"], 1.6, "8 3"),
+              "kink": twin.line_style("kink", COLORS["kink"], 1, "4 2 1 2"),
+              "point": twin.point_style("chosen context", COLORS["kink"])}
+    views = {f"{m}|{t}|{p}|{h:g}": twin_view(m, t, p, h)
+             for m in TWIN_MODELS for t in TWIN_TARGETS for p in TWIN_PRICES for h, _ in TWIN_HOLDS}
+    return twin.twin_data(controls, panels, styles, legend=list(styles), templates=TEMPLATES, views=views)

@@ -1,0 +1,336 @@
+"""Chapter 4: memory capacity, and why pipelining does not shrink the KV cache.
+
+Four pieces, each a SymPy expression first and a NumPy function second:
+
+* memory per chip, c = (N_tot b_w + m B L b_kv) / (E P): the weights and the KV cache of m
+  micro-batches of B sequences, spread over E chips per stage and P stages. Keeping P stages busy
+  needs m = P micro-batches, and P cancels from the KV term: pipelining divides the weights, not
+  the cache. ``layout_bytes`` places every layer and every micro-batch's cache on explicit
+  (stage, shard) chips in NumPy; it is used only to check ``per_chip``;
+* the read time of one decoded token: every weight and the micro-batch's cache read once across
+  the E chips of a stage, whatever P, plus one hop per stage. The weight-read floor
+  N_tot b_w / (S W_chip) falls only with the scale-up domain S;
+* the hop itself: a fixed latency plus the micro-batch's activations over the chips' network links;
+* training memory for contrast: bytes per parameter of weights, gradients and optimizer state
+  (``catalog.memory_data`` recipes), what each ZeRO stage divides over the data-parallel chips,
+  and what it does not (activations, Chapter 7's ``reversible.activation_memory``).
+
+Like the lecture, c assumes the weights shard perfectly over the E chips of a stage (tensor or
+expert parallel) and the cache over the sequences; ``chalk.moe.placement`` counts the common
+alternative that copies attention on every chip.
+"""
+import math
+
+import numpy as np
+import sympy as sp
+
+from . import moe, roofline
+from .catalog import hardware, memory_data, models, systems
+from .errors import ChalkError, in_range, non_negative, positive, positive_int
+from .notation import (B, C, E, L, N_tot, P, S, W_chip, W_out, b_act, b_g, b_kv, b_opt, b_w, c_chip,
+                       d_model, m, n_DP)
+from .pipeline import _whole, t_hop  # _whole: a whole number >= 1, or an array of them (sweeps)
+
+# --- memory per chip ---------------------------------------------------------------------------
+weight_bytes = N_tot * b_w
+"""Every weight, all experts, once."""
+kv_cache_bytes = m * B * L * b_kv
+"""The cache of m micro-batches of B sequences of L tokens: what is in flight at once."""
+per_chip_expr = (weight_bytes + kv_cache_bytes) / (E * P)
+"""c: a chip's share when the weights shard over E chips and P stages and each stage holds its
+own layers' cache for every sequence in flight."""
+weights_per_chip = weight_bytes / (E * P)
+kv_per_chip = kv_cache_bytes / (E * P)
+kv_per_chip_busy = sp.simplify(kv_per_chip.subs(m, P))
+"""B L b_kv / E: with m = P micro-batches, P cancels. Each stage keeps 1/P of the layers' cache
+for P times the sequences."""
+per_chip_busy = sp.expand(per_chip_expr.subs(m, P))
+"""c with the pipeline kept busy, written term by term: only the weights fall as 1/P."""
+per_chip_limit = sp.limit(per_chip_busy, P, sp.oo)
+"""What infinitely many stages leave on each chip: the cache, B L b_kv / E."""
+crossover_stages_expr = sp.solve(sp.Eq(weights_per_chip, kv_per_chip_busy), P)[0]
+"""P* = N_tot b_w / (B L b_kv): past this many stages the cache outweighs the weights on every chip."""
+fit_expr = sp.Eq(per_chip_busy, C)
+max_batch_expr = sp.simplify(sp.solve(fit_expr, B)[0])
+"""The most sequences per micro-batch that fit a chip of capacity C with P stages busy."""
+max_batch_limit = sp.limit(max_batch_expr, P, sp.oo)
+"""C E / (L b_kv): the ceiling no number of stages lifts. Pipelining buys model size, not context."""
+
+# --- time per token ----------------------------------------------------------------------------
+weight_floor_expr = weight_bytes / (S * W_chip)
+"""Reading every weight once with all S chips of the scale-up domain reading in parallel."""
+t_link = sp.Symbol(r"t_\text{link}", positive=True)
+"""Local to this chapter: a hop's fixed latency (NIC, switches, software), before any payload."""
+t_hop_expr = t_link + B * d_model * b_act / (E * W_out)
+"""One stage boundary: the fixed latency plus the micro-batch's activations, each of the E chips
+sending its own sequences' share over its own network link."""
+stage_time = (weight_bytes + B * L * b_kv) / (P * E * W_chip)
+"""One micro-batch on one stage: that stage's 1/P of the weights and of the micro-batch's cache,
+read by its E chips."""
+token_time_expr = sp.expand(P * (stage_time + t_hop))
+"""One decoded token of a micro-batch: P stages in turn and P hops (P-1 forward and the loop back
+to the first stage). P cancels from the reads; only the hops grow with it (P >= 2; one stage needs
+no hop)."""
+
+# --- training memory ---------------------------------------------------------------------------
+ZERO_STAGES = {
+    0: (b_w + b_g + b_opt) * N_tot,
+    1: (b_w + b_g) * N_tot + b_opt * N_tot / n_DP,
+    2: b_w * N_tot + (b_g + b_opt) * N_tot / n_DP,
+    3: (b_w + b_g + b_opt) * N_tot / n_DP,
+}
+"""Bytes of model state per chip under each ZeRO stage (Rajbhandari et al. 2020): stage 1 shards
+the optimizer state over the n_DP data-parallel chips, stage 2 also the gradients, stage 3 (FSDP)
+also the weights. Activations, buffers and the layer a stage-3 chip gathers to compute are not
+sharded by any stage."""
+
+_C_ARGS = (N_tot, b_w, m, B, L, b_kv, E, P)
+_T_ARGS = (N_tot, b_w, B, L, b_kv, E, P, W_chip, t_hop)
+_F_ARGS = (N_tot, b_w, S, W_chip)
+_HOP_ARGS = (t_link, B, d_model, b_act, E, W_out)
+numeric = {
+    "per_chip": sp.lambdify(_C_ARGS, per_chip_expr, "numpy"),
+    "weights_per_chip": sp.lambdify(_C_ARGS, weights_per_chip, "numpy"),
+    "kv_per_chip": sp.lambdify(_C_ARGS, kv_per_chip, "numpy"),
+    "token_time": sp.lambdify(_T_ARGS, token_time_expr, "numpy"),
+    "weight_floor": sp.lambdify(_F_ARGS, weight_floor_expr, "numpy"),
+    "hop_time": sp.lambdify(_HOP_ARGS, t_hop_expr, "numpy"),
+    "crossover_stages": sp.lambdify((N_tot, b_w, B, L, b_kv), crossover_stages_expr, "numpy"),
+    "max_batch": sp.lambdify((C, E, P, N_tot, b_w, L, b_kv), max_batch_expr, "numpy"),
+    "zero": {stage: sp.lambdify((N_tot, b_w, b_g, b_opt, n_DP), expr, "numpy") for stage, expr in ZERO_STAGES.items()},
+}
+"""Vectorised NumPy versions of the formulas, each taking its symbols in this order: per-chip ones
+(N_tot, b_w, m, B, L, b_kv, E, P); ``token_time`` (N_tot, b_w, B, L, b_kv, E, P, W_chip, t_hop);
+``weight_floor`` (N_tot, b_w, S, W_chip); ``hop_time`` (t_link, B, d_model, b_act, E, W_out);
+``crossover_stages`` (N_tot, b_w, B, L, b_kv); ``max_batch`` (C, E, P, N_tot, b_w, L, b_kv); each ZeRO
+stage (N_tot, b_w, b_g, b_opt, n_DP)."""
+
+
+# --- inputs ------------------------------------------------------------------------------------
+def _model(model) -> models.Model:
+    return models.get(model) if isinstance(model, str) else model
+
+
+def _system(system) -> systems.System:
+    return systems.get(system) if isinstance(system, str) else system
+
+
+def _scalar(x):
+    return float(x) if np.ndim(x) == 0 else x
+
+
+def _degrees(expert_parallel, stages, microbatches) -> tuple:
+    """E, P and m checked: whole numbers >= 1, P and m also arrays of them (a sweep over depths)."""
+    E_ = positive_int("expert_parallel", expert_parallel)
+    P_ = _whole("stages", stages)
+    m_ = P_ if microbatches is None else _whole("microbatches", microbatches)
+    return E_, P_, m_
+
+
+def kv_per_sequence(model, context, kv_bytes_per_element=2):
+    """KV-cache bytes of one sequence of ``context`` tokens, sliding windows counted exactly
+    (``roofline.memory_needed``, less the weights)."""
+    mdl = _model(model)
+    kv = roofline.memory_needed(mdl, 1, context, "bf16", kv_bytes_per_element) \
+        - roofline.memory_needed(mdl, 0, 0, "bf16", kv_bytes_per_element)
+    return _scalar(kv)
+
+
+def _effective_b_kv(mdl: models.Model, context, kv_bytes_per_element) -> np.ndarray:
+    """b_kv with L b_kv the exact cache of one sequence (differs from b_kv only for windowed layers)."""
+    ctx = np.asarray(context, dtype=float)
+    per_seq = np.asarray(kv_per_sequence(mdl, ctx, kv_bytes_per_element), dtype=float)
+    flat = mdl.kv_bytes_per_token(kv_bytes_per_element)
+    return np.where(ctx > 0, np.divide(per_seq, ctx, out=np.full_like(per_seq, flat), where=ctx > 0), flat)
+
+
+def _args(model, batch, context, dtype, expert_parallel, stages, microbatches, kv_bytes_per_element):
+    mdl = _model(model)
+    non_negative("batch", batch)
+    non_negative("context", context)
+    positive("kv_bytes_per_element", kv_bytes_per_element)
+    E_, P_, m_ = _degrees(expert_parallel, stages, microbatches)
+    return (mdl.total_params, hardware.bytes_per_weight(dtype), m_, np.asarray(batch, dtype=float),
+            np.asarray(context, dtype=float), _effective_b_kv(mdl, context, kv_bytes_per_element), E_, P_)
+
+
+# --- memory per chip ---------------------------------------------------------------------------
+def per_chip(model, batch, context, dtype="bf16", expert_parallel=1, stages=1, microbatches=None,
+             kv_bytes_per_element=2):
+    """Bytes each chip holds: the weights N_tot b_w plus the KV cache of ``microbatches`` x
+    ``batch`` sequences of ``context`` tokens, divided by ``expert_parallel`` x ``stages``.
+
+    ``batch`` is sequences per micro-batch; ``microbatches`` defaults to ``stages``, the fewest
+    that keep a decode pipeline busy. Sliding-window layers are counted exactly. The weights and
+    the cache are assumed to shard perfectly (``layout_bytes`` shows where they do not). Batch,
+    context, stages and micro-batches may be arrays, which broadcast."""
+    args = _args(model, batch, context, dtype, expert_parallel, stages, microbatches, kv_bytes_per_element)
+    return _scalar(numeric["per_chip"](*args))
+
+
+def per_chip_parts(model, batch, context, dtype="bf16", expert_parallel=1, stages=1, microbatches=None,
+                   kv_bytes_per_element=2) -> tuple:
+    """(weights, KV cache) of ``per_chip``, in bytes per chip."""
+    args = _args(model, batch, context, dtype, expert_parallel, stages, microbatches, kv_bytes_per_element)
+    shape = np.broadcast_shapes(*map(np.shape, args))
+    return (_scalar(numeric["weights_per_chip"](*args) * np.ones(shape)),
+            _scalar(numeric["kv_per_chip"](*args) * np.ones(shape)))
+
+
+def crossover_stages(model, batch, context, dtype="bf16", kv_bytes_per_element=2):
+    """P* = N_tot b_w / (B L b_kv): with more stages than this (m = P), each chip holds more cache
+    than weights; below 1, the cache outweighs the weights even unpipelined (inf at context 0)."""
+    mdl = _model(model)
+    positive("batch", batch)
+    non_negative("context", context)
+    ctx = np.asarray(context, dtype=float)
+    with np.errstate(divide="ignore"):  # no cache at context 0: the weights win at any depth
+        out = numeric["crossover_stages"](mdl.total_params, hardware.bytes_per_weight(dtype), np.asarray(batch, dtype=float),
+                                          ctx, _effective_b_kv(mdl, context, kv_bytes_per_element))
+    return _scalar(np.where(ctx > 0, out, np.inf))
+
+
+def max_batch(model, system, context, dtype="bf16", stages=1, kv_bytes_per_element=2, headroom=roofline.HEADROOM):
+    """Most sequences per micro-batch that fit when every chip of ``system`` is one of the E chips
+    of a stage and P = ``stages`` stages are kept busy (m = P): ``max_batch_expr`` with C the
+    chip's usable HBM. 0 when the weights alone do not fit; inf at context 0."""
+    mdl, sys_ = _model(model), _system(system)
+    P_ = positive_int("stages", stages)
+    non_negative("context", context)
+    in_range("headroom", headroom, 0, 0.99)
+    usable = sys_.chip.hbm_capacity * (1 - headroom)
+    b = hardware.bytes_per_weight(dtype)
+    if mdl.total_params * b / (sys_.count * P_) > usable:
+        return 0.0
+    if not context:
+        return math.inf
+    most = numeric["max_batch"](usable, sys_.count, P_, mdl.total_params, b, float(context),
+                                float(_effective_b_kv(mdl, context, kv_bytes_per_element)))
+    return float(math.floor(most + 1e-9))
+
+
+# --- the independent check ---------------------------------------------------------------------
+def _layer_weights(mdl: models.Model, dtype: str) -> tuple[np.ndarray, np.ndarray, float]:
+    """(bytes of each layer that split evenly over a stage's chips, bytes of each routed expert of
+    each layer (0 for a dense layer), embedding bytes). Everything that is not a routed expert or
+    an embedding table is spread evenly over the layers."""
+    b = hardware.bytes_per_weight(dtype)
+    n = mdl.n_layers
+    moe_layers = np.zeros(n, dtype=bool)
+    expert = 0.0
+    if mdl.moe:
+        period, offset = mdl.moe.get("layer_period", 1), mdl.moe.get("layer_offset", 0)
+        moe_layers = np.array([i >= mdl.moe.get("n_dense_layers", 0) and i % period == offset for i in range(n)])
+        expert = moe.expert_params(mdl) * b
+    routed = moe_layers.sum() * (mdl.moe["n_routed_experts"] if mdl.moe else 0) * expert
+    shared = (mdl.total_params * b - mdl.embedding_params * b - routed) / n
+    return np.full(n, shared), np.where(moe_layers, expert, 0.0), mdl.embedding_params * b
+
+
+def _layer_kv(mdl: models.Model, context: float, kv_bytes_per_element: float) -> np.ndarray:
+    """KV bytes of one sequence in each layer: a global layer holds every token, a windowed one at
+    most its window, a state-space layer none; layers that share a cache split it."""
+    width = {"gqa": 2 * mdl.n_kv_heads * mdl.d_head, "mha": 2 * mdl.n_kv_heads * mdl.d_head,
+             "mqa": 2 * mdl.d_head,
+             "mla": (mdl.mla or {}).get("kv_lora_rank", 0) + (mdl.mla or {}).get("rope_head_dim", 0)}[mdl.attention]
+    tokens = {"G": context, "L": min(context, mdl.sliding_window or 0), "S": 0.0}
+    return np.array([tokens[k] * width * kv_bytes_per_element / mdl.kv_share for k in mdl.layer_kinds()])
+
+
+def layout_bytes(model, batch, context, dtype="bf16", expert_parallel=1, stages=1, microbatches=None,
+                 kv_bytes_per_element=2) -> np.ndarray:
+    """Bytes on each chip of an explicit placement, as a (stages, expert_parallel) array.
+
+    Used only as the check of ``per_chip``: it places instead of dividing. Layer i goes to stage
+    floor(i P / n_layers); on its stage, routed expert j of the layer goes whole to shard j mod E
+    and the rest of the layer splits evenly; the input embedding sits on the first stage and the
+    output head on the last (one table on the first stage when tied). Micro-batch k's sequence s
+    lives on shard s mod E of every stage, which holds that sequence's cache for its own layers.
+    With layers, experts and sequences that divide evenly every chip holds ``per_chip``; otherwise
+    the mean over chips does and the largest holds more."""
+    mdl = _model(model)
+    non_negative("context", context)
+    positive("kv_bytes_per_element", kv_bytes_per_element)
+    E_, P_ = positive_int("expert_parallel", expert_parallel), positive_int("stages", stages)
+    m_ = P_ if microbatches is None else positive_int("microbatches", microbatches)
+    batch_ = positive_int("batch", batch) if batch else 0
+    if P_ > mdl.n_layers:
+        raise ChalkError(f"stages must be at most the model's {mdl.n_layers} layers, got {stages!r}")
+    chips = np.zeros((P_, E_))
+    stage_of = (np.arange(mdl.n_layers) * P_) // mdl.n_layers
+    even, expert, embeddings = _layer_weights(mdl, dtype)
+    n_experts = mdl.moe["n_routed_experts"] if mdl.moe else 0
+    for i, stage in enumerate(stage_of):
+        chips[stage] += even[i] / E_
+        for j in range(n_experts):
+            chips[stage, j % E_] += expert[i]
+    if mdl.tied_embeddings:
+        chips[0] += embeddings / E_
+    else:
+        chips[0] += embeddings / 2 / E_
+        chips[-1] += embeddings / 2 / E_
+    layer_kv = _layer_kv(mdl, float(context), float(kv_bytes_per_element))
+    stage_kv = np.bincount(stage_of, weights=layer_kv, minlength=P_)
+    sequences_per_shard = np.bincount(np.arange(batch_) % E_, minlength=E_) * m_
+    chips += stage_kv[:, None] * sequences_per_shard[None, :]
+    return chips
+
+
+# --- time per token ----------------------------------------------------------------------------
+def weight_floor(model, system, dtype="bf16"):
+    """Seconds to read every weight once with all chips of ``system``'s scale-up domain reading in
+    parallel: N_tot b_w / (S W_chip). No batch, context or pipelining lowers it."""
+    mdl, sys_ = _model(model), _system(system)
+    return float(numeric["weight_floor"](mdl.total_params, hardware.bytes_per_weight(dtype), sys_.count,
+                                         sys_.chip.hbm_bandwidth))
+
+
+def hop_time(model, system, batch, latency, bytes_per_element=2):
+    """Seconds for one stage boundary: ``latency`` plus the micro-batch's activations (``batch``
+    sequences x d_model x ``bytes_per_element``) sent by the system's chips, each its own share
+    over its own scale-out link (per direction)."""
+    mdl, sys_ = _model(model), _system(system)
+    non_negative("batch", batch)
+    non_negative("latency", latency)
+    positive("bytes_per_element", bytes_per_element)
+    return _scalar(numeric["hop_time"](latency, np.asarray(batch, dtype=float), mdl.d_model, bytes_per_element,
+                                       sys_.count, sys_.chip.scale_out_bandwidth))
+
+
+def token_time(model, system, batch, context, stages=1, hop=0.0, dtype="bf16", kv_bytes_per_element=2):
+    """Lower bound on one decoded token's time per micro-batch of ``batch`` sequences when each of
+    ``stages`` stages is a whole ``system`` (E = its chips): every weight and the micro-batch's
+    cache read once by a stage's chips, plus ``hop`` seconds per stage (none for one stage).
+    Memory reads only: the matmuls overlap them (Chapter 1)."""
+    mdl, sys_ = _model(model), _system(system)
+    non_negative("batch", batch)
+    non_negative("context", context)
+    P_ = positive_int("stages", stages)
+    non_negative("hop", hop)
+    t = numeric["token_time"](mdl.total_params, hardware.bytes_per_weight(dtype), np.asarray(batch, dtype=float),
+                              np.asarray(context, dtype=float), _effective_b_kv(mdl, context, kv_bytes_per_element),
+                              sys_.count, P_, sys_.chip.hbm_bandwidth, hop if P_ > 1 else 0.0)
+    return _scalar(t)
+
+
+# --- training memory ---------------------------------------------------------------------------
+def training_state_bytes(model, recipe="zero-mixed-adam", chips=1, zero_stage=0):
+    """Bytes of model state (weights, gradients, optimizer state) per chip for ``recipe``
+    (``memory_data.RECIPES``) with ``chips`` data-parallel chips under ZeRO stage 0 to 3.
+    Activations are not included: see ``reversible.activation_memory``."""
+    mdl = _model(model)
+    r = memory_data.recipe(recipe)
+    n = positive_int("chips", chips)
+    if zero_stage not in ZERO_STAGES:
+        raise ChalkError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
+    return float(numeric["zero"][zero_stage](mdl.total_params, r.weights, r.gradients, r.optimizer, n))
+
+
+def fewest_chips_to_train(model, chip, recipe="zero-mixed-adam", headroom=roofline.HEADROOM) -> int:
+    """Fewest chips whose usable HBM holds the model state fully sharded (ZeRO stage 3), before any
+    activation: the floor under every training layout."""
+    mdl = _model(model)
+    hw = hardware.get(chip) if isinstance(chip, str) else chip
+    in_range("headroom", headroom, 0, 0.99)
+    state = training_state_bytes(mdl, recipe)
+    return math.ceil(state / (hw.hbm_capacity * (1 - headroom)) - 1e-9)

@@ -1,0 +1,117 @@
+"""Chapter 2 (MoE across racks): the numbers its flashcards quote and the figures they show.
+
+Every number is computed from ``chalk.moe`` and the catalog, as the chapter's are; none is an
+answer of the problem set, whose scenarios differ. The figures are the chapter's domain picture
+and load-balance plot, redrawn at card size.
+"""
+from collections.abc import Callable
+
+from ... import moe
+from ...catalog import hardware, models, systems
+from ...catalog.quoted import LECTURE as BOARD
+
+_DS = "deepseek-v3"
+_NVL72 = "gb200-nvl72"
+_TOKENS_PER_CHIP = 64
+"""The decode step the cards' all-to-all numbers describe: 64 tokens on each expert chip."""
+
+
+def _expert_chips() -> int:
+    return int(moe.LECTURE["expert_chips"])
+
+
+def _two_racks() -> float:
+    """The all-to-all over two NVL72s over one, each rack keeping its tokens (DeepSeek-V3, FP8)."""
+    chips = _expert_chips()
+    one = moe.layer_times(_DS, _NVL72, _TOKENS_PER_CHIP * chips, "fp8", chips=chips).communication
+    two = moe.layer_times(_DS, _NVL72, 2 * _TOKENS_PER_CHIP * chips, "fp8", domains=2, chips=chips).communication
+    return two / one
+
+
+def _rhos() -> list[float]:
+    return [s.scale_up_to_out for s in systems.catalog_systems().values()]
+
+
+def _placement(system):
+    chips = _expert_chips() if systems.get(system).count > _expert_chips() else None
+    return moe.placement(_DS, system, 0, 0, "fp8", chips=chips)
+
+
+def _even_split_bytes() -> float:
+    """DeepSeek-V3's FP8 weights divided evenly over an NVL72, as if nothing were copied."""
+    return models.get(_DS).total_params * hardware.bytes_per_weight("fp8") / systems.get(_NVL72).count
+
+
+def _growth(prefix: str) -> moe.Domain:
+    return next(d for d in moe.domain_growth() if d.name.startswith(prefix))
+
+
+def _online_decode() -> moe.Deployment:
+    return next(d for d in moe.deployments() if d.name == "online-decode")
+
+
+def _domain_figure():
+    # Imported here so that a deck without figures loads even while the figures module is edited.
+    from ...figures import moe_racks
+    fig = moe_racks.domain_figure(_DS, _NVL72, ("even",), width=2.6)
+    fig.set_size_inches(3.0, 3.4)
+    return fig
+
+
+def _imbalance_figure():
+    from ...figures import moe_racks
+    fig = moe_racks.imbalance_figure(_DS, chips=(8, 64), tokens=(128, 1024, 8192), trials=4)
+    fig.set_size_inches(5.6, 3.4)
+    fig.tight_layout()
+    return fig
+
+
+VALUES: dict[str, Callable[[], str]] = {
+    "moe_ds_experts": lambda: f"{models.get(_DS).moe['n_routed_experts']}",
+    "moe_ds_k": lambda: f"{models.get(_DS).moe['experts_per_token']}",
+    "moe_ds_shared": lambda: f"{models.get(_DS).moe['n_shared_experts']}",
+    "moe_ds_tot": lambda: f"{models.get(_DS).total_params / 1e9:,.0f}",
+    "moe_ds_act": lambda: f"{models.get(_DS).active_params / 1e9:,.0f}",
+    "moe_lecture_chips": lambda: f"{_expert_chips()}",
+    "moe_nvl72_count": lambda: f"{systems.get(_NVL72).count}",
+    "moe_g64": lambda: f"{moe.experts_per_chip(_DS, _expert_chips())}",
+    "moe_g72": lambda: f"{moe.experts_per_chip(_DS, systems.get(_NVL72).count)}",
+    "moe_g72_full": lambda: f"{(h := moe.experts_on_chips(_DS, systems.get(_NVL72).count)).count(max(h))}",
+    "moe_two_racks": lambda: f"{_two_racks():.0f}",
+    "moe_tokens_per_chip": lambda: f"{_TOKENS_PER_CHIP}",
+    "moe_nvl72_rho": lambda: f"{systems.get(_NVL72).scale_up_to_out:.0f}",
+    "moe_rho_low": lambda: f"{min(_rhos()):.0f}",
+    "moe_rho_high": lambda: f"{max(_rhos()):.0f}",
+    "moe_lecture_rho": lambda: f"{BOARD['scale_up_to_out']:.0f}",
+    "moe_h100_both": lambda: f"{hardware.get('H100-SXM').scale_up_bandwidth_bidirectional / 1e9:,.0f}",
+    "moe_h100_one": lambda: f"{hardware.get('H100-SXM').scale_up_bandwidth / 1e9:,.0f}",
+    "moe_h100_nic": lambda: f"{8 * hardware.get('H100-SXM').scale_out_bandwidth / 1e9:,.0f}",
+    "moe_h100_rho": lambda: f"{systems.get('hgx-h100').scale_up_to_out:.0f}",
+    "moe_rep_gb": lambda: f"{_placement(_NVL72).replicated_bytes / 1e9:.0f}",
+    "moe_even_gb": lambda: f"{_even_split_bytes() / 1e9:.0f}",
+    "moe_hgx_weights_gb": lambda: f"{_placement('hgx-h100').weight_bytes / 1e9:.0f}",
+    "moe_hgx_g": lambda: f"{_placement('hgx-h100').experts_per_chip}",
+    "moe_decode_chips": lambda: f"{_online_decode().chips}",
+    "moe_decode_red": lambda: f"{_online_decode().redundant}",
+    "moe_decode_g": lambda: f"{_online_decode().experts_per_chip}",
+    "moe_box_tb": lambda: f"{_growth('HGX H100').hbm / 1e12:.2f}",
+    "moe_nvl72_tb": lambda: f"{_growth('GB200').hbm / 1e12:.1f}",
+    "moe_ultra_tb": lambda: f"{_growth('Rubin Ultra').hbm / 1e12:.0f}",
+    "moe_ultra_packages": lambda: f"{_growth('Rubin Ultra').packages}",
+    "moe_ultra_dies": lambda: f"{_growth('Rubin Ultra').dies}",
+    "moe_ultra_per": lambda: f"{_growth('Rubin Ultra').dies_per_package}",
+    "moe_nvl72_dies": lambda: f"{_growth('GB200').dies}",
+    "moe_lecture_rubin": lambda: f"{moe.LECTURE['rubin_domain']:.0f}",
+    "moe_reach_50": lambda: f"{moe.COPPER_REACH[50]:.0f}",
+    "moe_reach_100": lambda: f"{moe.COPPER_REACH[100]:.0f}",
+    "moe_lane_b": lambda: f"{moe.lane_rate(_NVL72) / 1e9:.0f}",
+    "moe_v5p_share": lambda: f"{moe.torus_share('tpu-v5p-cube'):.2f}",
+    "moe_v5e_share": lambda: f"{moe.torus_share('tpu-v5e-256'):.3f}",
+}
+"""Numbers the cards quote, each computed from chalk and formatted as the card shows it."""
+
+FIGURES: dict[str, Callable] = {
+    "moe_domain": _domain_figure,
+    "moe_imbalance": _imbalance_figure,
+}
+"""Figures a card may name: the lecture's 64-of-72 placement, and the busiest chip against tokens."""

@@ -1,0 +1,87 @@
+"""Chapter 6 (long-context pricing): the numbers its flashcards quote and the figures they show.
+
+Every number is computed from ``chalk.pricing`` and the catalog, as the chapter's are; none is an
+answer of the problem set, whose scenarios differ. The figures are the chapter's graph C and its
+cache-tier chart, redrawn at card size.
+"""
+from collections.abc import Callable
+
+from ... import pricing, roofline
+from ...catalog import models, prices
+from ...catalog.quoted import LECTURE
+
+_GEMINI = "google/gemini-3.1-pro-preview"
+_CARD_C = dict(model="llama-3.1-70b", target="H100-SXM", dtype="fp8", batch=4096)
+"""The card's graph C: the chapter's model and chip."""
+_RACK = "hgx-h100"
+
+
+def _ratios() -> list[float]:
+    return [p.output_to_input for p in prices.catalog_prices().values()]
+
+
+def _lecture_kv() -> float:
+    return pricing.kv_bytes_from_crossover(200e3, 100e9, LECTURE["hardware_ratio"])
+
+
+def _switches():
+    return pricing.tier_envelope(_RACK)[1]
+
+
+def _sparse(context=131072):
+    dense, sparse = (pricing.decode_attention_work("deepseek-v3", context, s) for s in (False, True))
+    return dense.kv_bytes / sparse.kv_bytes
+
+
+def _mla_share() -> float:
+    """The share of DeepSeek-V3's deduced b_kv (H800, FP8) that is its attention FLOPs' term."""
+    d = pricing.implied_kv_bytes_per_token("google/gemini-2.5-pro", "deepseek-v3", "H800", "fp8")
+    return d.inputs["f_att"] * d.inputs["W"] / d.inputs["F_att"] / d.value
+
+
+def _graph_c():
+    # Imported here so that a deck without figures loads even while the figures module is edited.
+    from ...figures import long_context
+    fig = long_context.cost_figure(**_CARD_C, price="google/gemini-2.5-pro", width=5.6, height=3.6)
+    return fig
+
+
+def _tiers():
+    from ...figures import long_context
+    return long_context.tier_figure(_RACK, width=5.8, height=3.8)
+
+
+VALUES: dict[str, Callable[[], str]] = {
+    "lc_lecture_kv": lambda: f"{_lecture_kv():,.0f}",
+    "lc_lecture_r": lambda: f"{LECTURE['hardware_ratio']:.0f}",
+    "lc_lecture_kv_bf16": lambda: f"{pricing.kv_bytes_from_crossover(200e3, 100e9, LECTURE['hardware_ratio'], bytes_per_weight=2):,.0f}",
+    "lc_gemini_in": lambda: f"{prices.get(_GEMINI).long_context_multipliers[0]:g}",
+    "lc_gemini_out": lambda: f"{prices.get(_GEMINI).long_context_multipliers[1]:g}",
+    "lc_gemini_step": lambda: f"{prices.get(_GEMINI).long_context['above_tokens']:,}",
+    "lc_ratio_low": lambda: f"{min(_ratios()):.1f}",
+    "lc_ratio_high": lambda: f"{max(_ratios()):.1f}",
+    "lc_mfu_low": lambda: f"{1 / max(_ratios()):.2f}",
+    "lc_mfu_high": lambda: f"{1 / min(_ratios()):.2f}",
+    "lc_llama_kv": lambda: f"{models.get('llama-3.1-70b').kv_bytes_per_token() / 1e3:,.0f}",
+    "lc_ds_kv": lambda: f"{models.get('deepseek-v3').kv_bytes_per_token() / 1e3:,.1f}",
+    "lc_jamba_kv": lambda: f"{models.get('jamba-v0.1').kv_bytes_per_token() / 1e3:,.1f}",
+    "lc_ds_mla_share": lambda: f"{_mla_share():.0%}",
+    "lc_cross_llama": lambda: f"{pricing.attention_crossover_context('llama-3.1-70b', 'H100-SXM', 'fp8') / 1e3:,.0f}",
+    "lc_cross_ds": lambda: f"{pricing.attention_crossover_context('deepseek-v3', 'H800', 'fp8') / 1e3:,.1f}",
+    "lc_sparse_ratio": lambda: f"{_sparse():.1f}",
+    "lc_sparse_exp": lambda: f"{pricing.growth_exponent('deepseek-v3', 131072, sparse=True):.2f}",
+    "lc_dsa_k": lambda: f"{pricing.sparse_attention_config()['index_top_k']:,.0f}",
+    "lc_ddr_switch": lambda: f"{_switches()[1].hold_seconds:.0f}",
+    "lc_disk_switch": lambda: f"{_switches()[2].hold_seconds / 3600:.1f}",
+    "lc_hbm_switch_ms": lambda: f"{1e3 * _switches()[0].hold_seconds:.0f}",
+    "lc_flash_drain_h": lambda: f"{pricing.tiers.catalog_tiers()['3fs-storage-node'].drain_time / 3600:.1f}",
+    "lc_disk_drain_h": lambda: f"{pricing.tiers.catalog_tiers()['hdd-exos-x24'].drain_time / 3600:.0f}",
+    "lc_card_kink": lambda: f"{roofline.balance_context_for(_CARD_C['target'], _CARD_C['model'], _CARD_C['dtype']):,.0f}",
+}
+"""Numbers the cards quote, each computed from chalk and formatted as the card shows it."""
+
+FIGURES: dict[str, Callable] = {
+    "lc_graph_c": _graph_c,
+    "lc_tiers": _tiers,
+}
+"""Figures a card may name: graph C with a price step, and the cache tiers' costs."""

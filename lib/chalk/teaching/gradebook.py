@@ -1,0 +1,380 @@
+"""What the grader writes, and the hand-marked points merged back into it.
+
+A batch of grades is a folder, never overwritten (``new_folder``):
+
+* ``grades.csv`` one row per graded notebook: student, problem set, status, points per exercise,
+  total, flags and notes; ``grades.json`` the same rows for ``merge``;
+* ``feedback/<file>.md`` for each student: each exercise's status, their value, unit, tolerance
+  and a hint, and any flag or note;
+* ``canvas.csv`` the columns of Canvas's gradebook import (one column per problem set, with the
+  *Points Possible* row), ``gradescope.csv`` the name, id and score columns of Gradescope's score
+  export, and
+  ``gradescope/<file>/results.json`` per submission in the Gradescope autograder's format;
+* ``roster.csv`` every file: the student it belongs to (from Canvas's ``lastfirst_ID_SUBID_name``
+  download names or a roster given to the grader), whether it was graded, superseded by a later
+  resubmission, or is not a notebook (listed, never scored);
+* ``written.md`` the written answers of every submission, grouped by exercise, and ``manual.csv``
+  one row per written answer with empty ``points`` for the instructor to fill; ``merge`` adds them
+  to the totals and writes the exports again, into a new folder.
+"""
+import csv
+import json
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..errors import ChalkError
+from .exercises import RIGHT, STATUS_WORD, Result
+
+ROSTER_FIELDS = ("student", "id", "sis_user_id", "sis_login_id", "section", "email")
+"""What a roster says of a student; ``id`` is the LMS's user id (Canvas's, in its file names)."""
+_CANVAS = re.compile(r"^(?P<student>[^_/]+)_(?:LATE_)?(?P<id>\d+)_(?P<submission>\d+)_(?P<original>.+)$")
+_RESUBMISSION = re.compile(r"-(\d+)(\.[^.]+)?$")
+
+
+class GradebookError(ChalkError):
+    """A bad folder, roster or manual-marks file; the message names it and the row."""
+
+
+# --- students -------------------------------------------------------------------------------
+def canvas_name(path: str) -> dict | None:
+    """``{"student", "id", "order"}`` from a Canvas download name, else None.
+
+    Canvas names a downloaded submission ``lastfirst_USERID_SUBMISSIONID_original.ipynb``
+    (``lastfirst_LATE_…`` when late) and a resubmitted file ``original-1.ipynb``, ``-2``, …;
+    ``order`` sorts a student's files from first to latest.
+    """
+    m = _CANVAS.match(Path(path).name)
+    if not m:
+        return None
+    again = _RESUBMISSION.search(Path(m.group("original")).stem + Path(m.group("original")).suffix)
+    return {"student": m.group("student"), "id": m.group("id"),
+            "order": (int(m.group("submission")), int(again.group(1)) if again else 0)}
+
+
+def read_roster(path: Path) -> list[dict]:
+    """Rows of a roster CSV with a ``file`` or an ``id`` column and any of ``ROSTER_FIELDS``
+    (``roster.csv`` of an earlier batch, edited, is one)."""
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as f:
+            rows = list(csv.DictReader(f))
+    except OSError as err:
+        raise GradebookError(f"ROSTER: cannot read {str(path)!r}: {err}") from None
+    if not rows or not ({"file", "id"} & set(rows[0])):
+        raise GradebookError(f"ROSTER: {str(path)!r} needs a header with a 'file' or an 'id' column "
+                             f"and any of {', '.join(ROSTER_FIELDS)}")
+    return rows
+
+
+def student_of(file: str, roster: list[dict]) -> dict:
+    """The student a submitted file belongs to: the roster row naming the file, else the one
+    with its Canvas user id, else what the Canvas name says; empty fields when nothing does."""
+    canvas = canvas_name(file) or {}
+    for row in roster:
+        if row.get("file") and row["file"] in (file, Path(file).name):
+            break
+    else:
+        row = next((r for r in roster if canvas.get("id") and r.get("id") == canvas["id"]), {})
+    out = {k: (row.get(k) or "").strip() for k in ROSTER_FIELDS}
+    out["student"] = out["student"] or canvas.get("student", "")
+    out["id"] = out["id"] or canvas.get("id", "")
+    return out
+
+
+# --- rows -----------------------------------------------------------------------------------
+@dataclass
+class Row:
+    file: str
+    status: str
+    problem_set: str = ""
+    student: dict = field(default_factory=dict)
+    results: dict = field(default_factory=dict)
+    """{exercise id: chalk.teaching.exercises.Result}, empty when no answer could be read."""
+    points: dict = field(default_factory=dict)
+    """{exercise id: points the key gives it}."""
+    notes: list = field(default_factory=list)
+    flags: list = field(default_factory=list)
+    """Key material read or the grader's record tampered with: for the instructor to look at."""
+    written: list = field(default_factory=list)
+    """Written answers: {"exercise", "part", "text", "max_points"}, and "points", "comment" once marked."""
+    seconds: float = 0.0
+
+    @property
+    def score(self) -> float:
+        auto = sum(self.points[i] for i, r in self.results.items() if r.status == RIGHT)
+        return auto + sum(w.get("points") or 0 for w in self.written)
+
+    @property
+    def maximum(self) -> float:
+        return sum(self.points.values()) + sum(w["max_points"] for w in self.written if "points" in w)
+
+    @property
+    def unmarked(self) -> int:
+        return sum(1 for w in self.written if w["max_points"] > 0 and "points" not in w)
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "results": {i: asdict(r) for i, r in self.results.items()}}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Row":
+        return cls(**{**data, "results": {i: Result(**r) for i, r in data["results"].items()}})
+
+
+@dataclass
+class Batch:
+    rows: list
+    """Graded notebooks (and notebooks that could not be graded), one Row each."""
+    titles: dict
+    """{problem set: {exercise id: title}}, in key order: the columns of the exports."""
+    others: list = field(default_factory=list)
+    """{"file", "student"..., "graded"} of files not graded: superseded resubmissions, non-notebooks."""
+    folder: Path | None = None
+    """Where the batch was written."""
+
+
+def _number(x: float) -> str:
+    return f"{x:g}"
+
+
+# --- writing a batch ------------------------------------------------------------------------
+def new_folder(out: Path | None, parent: Path, prefix: str = "") -> Path:
+    """``out`` if given and empty or absent, else ``parent/<prefix><timestamp>``: grades are never
+    overwritten."""
+    if out is None:
+        stamp = prefix + time.strftime("%Y-%m-%d_%H%M%S")
+        out, n = parent / stamp, 1
+        while out.exists():
+            n += 1
+            out = parent / f"{stamp}_{n}"
+    elif out.exists() and any(out.iterdir()):
+        raise GradebookError(f"OUT: {str(out)!r} is not empty; grades are never overwritten, "
+                             f"choose a new folder (or leave OUT unset for a timestamped one)")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def _ids(batch: Batch) -> list[str]:
+    return [i for titles in batch.titles.values() for i in titles]
+
+
+def write(batch: Batch, out: Path) -> Path:
+    """Every file of a batch into ``out`` (a new folder)."""
+    (out / "grades.json").write_text(json.dumps({"titles": batch.titles, "rows": [r.to_json() for r in batch.rows],
+                                                 "others": batch.others}, indent=1), encoding="utf-8")
+    _grades_csv(batch, out / "grades.csv")
+    for row in batch.rows:
+        dest = out / "feedback" / f"{row.file}.md"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(feedback(row, batch.titles.get(row.problem_set, {})), encoding="utf-8")
+    _roster_csv(batch, out / "roster.csv")
+    _canvas_csv(batch, out / "canvas.csv")
+    _gradescope(batch, out)
+    _written(batch, out)
+    return out
+
+
+def _writer(path: Path):
+    f = path.open("w", newline="", encoding="utf-8")
+    return f, csv.writer(f)
+
+
+def _grades_csv(batch: Batch, dest: Path) -> None:
+    """One row per notebook: who, what, status, points per exercise (blank when not graded), total."""
+    ids = _ids(batch)
+    f, out = _writer(dest)
+    with f:
+        out.writerow(["file", "student", "student_id", "problem_set", "status", "score", "maximum", *ids,
+                      "written_to_mark", "flags", "notes"])
+        for r in batch.rows:
+            marks = [(_number(r.points[i]) if r.results[i].status == RIGHT else "0") if i in r.results else ""
+                     for i in ids]
+            maximum = _number(r.maximum) if r.results else ""
+            out.writerow([r.file, r.student.get("student", ""), r.student.get("id", ""), r.problem_set, r.status,
+                          _number(r.score), maximum, *marks, r.unmarked, "; ".join(r.flags), "; ".join(r.notes)])
+
+
+def feedback(row: Row, titles: dict) -> str:
+    """A short Markdown note for the student: the score, then each exercise's status, their value
+    and a hint, then anything the grader noticed."""
+    lines = [f"# Feedback on {row.file}", ""]
+    if not row.results:
+        return "\n".join(lines + [f"This file could not be graded: {row.status}.", ""])
+    lines.append(f"Problem set {row.problem_set}: **{_number(row.score)} of {_number(row.maximum)} points**.")
+    if row.unmarked:
+        lines.append(f"{row.unmarked} written answer(s) are still to be marked by hand.")
+    if row.status != "ok":
+        lines.append(f"The notebook did not run cleanly ({row.status}); every answer that could be read counts.")
+    lines += [f"**Flagged for the instructor**: {f}." for f in row.flags]
+    lines += [f"Note: {n}." for n in row.notes]
+    lines += ["", "| status | exercise | points | what the check said |", "|---|---|---|---|"]
+    for ex_id, r in row.results.items():
+        earned = row.points[ex_id] if r.status == RIGHT else 0
+        title = titles.get(ex_id, "")
+        name = f"`{ex_id}`" + (f" ({title})" if title else "")
+        lines.append(f"| {STATUS_WORD[r.status]} | {name} | {_number(earned)} of {_number(row.points[ex_id])} "
+                     f"| {r.message.replace('|', '/')} |")
+    for w in row.written:
+        if "points" in w:
+            comment = f": {w['comment']}" if w.get("comment") else ""
+            lines.append(f"| marked | `{w['exercise']}` (written) | {_number(w['points'])} of "
+                         f"{_number(w['max_points'])} | {comment.lstrip(': ') or 'marked by hand'} |")
+    return "\n".join(lines + [""])
+
+
+def _roster_csv(batch: Batch, dest: Path) -> None:
+    f, out = _writer(dest)
+    with f:
+        out.writerow(["file", *ROSTER_FIELDS, "problem_set", "graded"])
+        for r in batch.rows:
+            out.writerow([r.file, *(r.student.get(k, "") for k in ROSTER_FIELDS), r.problem_set,
+                          "yes" if r.results else r.status])
+        for o in batch.others:
+            out.writerow([o["file"], *(o["student"].get(k, "") for k in ROSTER_FIELDS), o.get("problem_set", ""),
+                          o["graded"]])
+
+
+def assignment_name(problem_set: str) -> str:
+    """The column a problem set's points go to in the LMS: a new assignment on first import."""
+    return f"Chalk problem set {problem_set}"
+
+
+def _canvas_csv(batch: Batch, dest: Path) -> None:
+    """Canvas's gradebook import: Student, ID, SIS User ID, SIS Login ID, Section, then one
+    column per problem set and a Points Possible row. Canvas matches rows on ID; a student it
+    cannot match (no Canvas id in the file name or the roster) is listed with an empty ID."""
+    sets = list(batch.titles)
+    graded = [r for r in batch.rows if r.results]
+    maxima = {p: next((r.maximum for r in graded if r.problem_set == p), "") for p in sets}
+    people: dict[str, dict] = {}
+    for r in graded:
+        who = r.student.get("id") or r.file
+        people.setdefault(who, {"student": r.student, "scores": {}})["scores"][r.problem_set] = r.score
+    f, out = _writer(dest)
+    with f:
+        out.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *map(assignment_name, sets)])
+        out.writerow(["Points Possible", "", "", "", "", *(_number(maxima[p]) if maxima[p] != "" else "" for p in sets)])
+        for who, p in people.items():
+            s = p["student"]
+            out.writerow([s.get("student") or who, s.get("id", ""), s.get("sis_user_id", ""), s.get("sis_login_id", ""),
+                          s.get("section", ""), *(_number(p["scores"][x]) if x in p["scores"] else "" for x in sets)])
+
+
+def _gradescope(batch: Batch, out: Path) -> None:
+    """``gradescope.csv`` with the name, id and score columns of Gradescope's score export (Name,
+    SID, Email, Total Score, Max Points, Status, then one per question) and a ``results.json`` per submission in
+    the Gradescope autograder's format (a test per exercise with its score and the check's text)."""
+    ids = _ids(batch)
+    titles = {i: t for ts in batch.titles.values() for i, t in ts.items()}
+    f, csv_out = _writer(out / "gradescope.csv")
+    with f:
+        csv_out.writerow(["Name", "SID", "Email", "Total Score", "Max Points", "Status",
+                          *(f"{n}: {i} ({_number(_points_of(batch, i))} pts)" for n, i in enumerate(ids, 1))])
+        for r in batch.rows:
+            if not r.results:
+                continue
+            marks = [(_number(r.points[i]) if r.results[i].status == RIGHT else "0") if i in r.results else ""
+                     for i in ids]
+            csv_out.writerow([r.student.get("student") or r.file, r.student.get("id", ""), r.student.get("email", ""),
+                              _number(r.score), _number(r.maximum), "Graded" if not r.unmarked else "Ungraded", *marks])
+            tests = [{"name": f"{i}: {titles.get(i, i)}", "number": str(n),
+                      "score": r.points[i] if res.status == RIGHT else 0, "max_score": r.points[i],
+                      "status": "passed" if res.status == RIGHT else "failed",
+                      "output": f"{STATUS_WORD[res.status]}: {res.message}"}
+                     for n, (i, res) in enumerate(r.results.items(), 1)]
+            tests += [{"name": f"{w['exercise']}: written answer", "score": w["points"], "max_score": w["max_points"],
+                       "output": w.get("comment", "")} for w in r.written if "points" in w]
+            summary = [f"{_number(r.score)} of {_number(r.maximum)} points", r.status, *r.flags, *r.notes]
+            dest = out / "gradescope" / r.file / "results.json"
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(json.dumps({"score": r.score, "output": "\n".join(summary), "tests": tests}, indent=1),
+                            encoding="utf-8")
+
+
+def _points_of(batch: Batch, ex_id: str) -> float:
+    return next((r.points[ex_id] for r in batch.rows if ex_id in r.points), 1.0)
+
+
+MANUAL_FIELDS = ("file", "student", "problem_set", "exercise", "part", "text", "max_points", "points", "comment")
+
+
+def _written(batch: Batch, out: Path) -> None:
+    """``written.md`` (every written answer, grouped by exercise) and ``manual.csv`` to mark them in."""
+    by_exercise: dict[tuple, list] = {}
+    for r in batch.rows:
+        for w in r.written:
+            by_exercise.setdefault((r.problem_set, w["exercise"] or "(before the first exercise)"), []).append((r, w))
+    lines = ["# Written answers", "", "Mark them in `manual.csv` (column `points`), then merge the marks "
+             "back: `make grade MANUAL=<this folder>/manual.csv`.", ""]
+    if not by_exercise:
+        lines.append("No submission in this batch holds a written answer or an added note.")
+    for (problem_set, exercise), answers in by_exercise.items():
+        lines += [f"## {problem_set}: `{exercise}`", ""]
+        for r, w in answers:
+            who = r.student.get("student") or r.file
+            kind = "written answer" if w["part"] == "written" else "note added by the student"
+            lines += [f"**{who}** ({r.file}, {kind}, {_number(w['max_points'])} points):", "",
+                      *(f"> {ln}" for ln in (w["text"] or "(no answer)").splitlines()), ""]
+    (out / "written.md").write_text("\n".join(lines), encoding="utf-8")
+    f, csv_out = _writer(out / "manual.csv")
+    with f:
+        csv_out.writerow(MANUAL_FIELDS)
+        for r in batch.rows:
+            for w in r.written:
+                csv_out.writerow([r.file, r.student.get("student", ""), r.problem_set, w["exercise"] or "", w["part"],
+                                  w["text"], _number(w["max_points"]), _number(w["points"]) if "points" in w else "",
+                                  w.get("comment", "")])
+
+
+# --- merging hand-given points --------------------------------------------------------------
+def _points(text: str, row: dict, line: int, where: str) -> float | None:
+    if not text.strip():
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise GradebookError(f"{where} line {line}: points must be a number, got {text!r}") from None
+    maximum = float(row["max_points"] or 0)
+    # a note the student added is worth 0 unless the instructor gives it extra points
+    if value < 0 or (maximum > 0 and value > maximum):
+        raise GradebookError(f"{where} line {line}: points must be between 0 and {_number(maximum)}, got {text!r}")
+    return value
+
+
+def merge(manual: Path, out: Path | None = None) -> Batch:
+    """Add the points of a filled ``manual.csv`` to the batch beside it; write a new folder
+    (``out``, else ``<batch>/merged-<timestamp>``) with every file recomputed."""
+    manual = Path(manual)
+    record = manual.parent / "grades.json"
+    if not manual.is_file() or not record.is_file():
+        raise GradebookError(f"MANUAL: {str(manual)!r} is not the manual.csv of a batch of grades "
+                             f"(it must sit beside that batch's grades.json)")
+    data = json.loads(record.read_text(encoding="utf-8"))
+    batch = Batch([Row.from_json(r) for r in data["rows"]], data["titles"], data["others"])
+    rows = {r.file: r for r in batch.rows}
+    with manual.open(newline="", encoding="utf-8-sig") as f:
+        marks = list(csv.DictReader(f))
+    missing, seen = [], {}
+    for line, m in enumerate(marks, 2):
+        row = rows.get(m.get("file", ""))
+        if row is None:
+            raise GradebookError(f"{manual} line {line}: no graded file {m.get('file')!r} in this batch")
+        n = seen[m["file"]] = seen.get(m["file"], -1) + 1
+        if n >= len(row.written):
+            raise GradebookError(f"{manual} line {line}: {m['file']} has only {len(row.written)} written part(s)")
+        w = row.written[n]
+        points = _points(m.get("points", ""), m, line, str(manual))
+        if float(m.get("max_points") or 0) > 0 and points is None:
+            missing.append(str(line))
+        if points is not None:
+            w["points"], w["max_points"] = points, float(m.get("max_points") or 0)
+            w["comment"] = (m.get("comment") or "").strip()
+    if missing:
+        raise GradebookError(f"{manual}: lines {', '.join(missing)} have no points; give each written answer "
+                             f"its points (0 included) before merging")
+    for row in batch.rows:  # notes worth no points count as marked
+        for w in row.written:
+            if w["max_points"] == 0:
+                w.setdefault("points", 0.0)
+    batch.folder = write(batch, new_folder(out, manual.parent, "merged-"))
+    return batch

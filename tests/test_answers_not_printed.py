@@ -1,0 +1,78 @@
+"""No problem-set answer is printed where a student reads: on the class site or on a card.
+
+The class site (``make book STUDENT=1``) is the default site with the problem sets swapped for their
+student editions, so it is searched as the chapters, book pages and cards of the built site
+(``built_site``: built once per test run, or CHALK_SITE) plus the student problem sets, executed
+here as the class site executes them. Every answer is searched for at its tolerance
+(``chalk.teaching.leaks`` says what counts as printed); a round answer (one significant digit,
+like 6 layers) cannot be told from the site's other 6s and is checked by reading instead.
+"""
+import pytest
+from nbclient import NotebookClient
+
+from chalk.teaching import leaks
+from chalk.teaching.edition import problem_sets, student_problem_set
+from chalk.teaching.flashcards import load_decks
+from chalk.teaching.seal import known_problem_sets
+
+NOT_PAGES = ("exercises/", "_", "genindex", "search")
+"""The instructor's problem-set pages (replaced by the student editions below) and Sphinx's own files."""
+
+
+@pytest.fixture(scope="module")
+def texts(built_site, tmp_path_factory):
+    """{where: text} of every page, card and student problem set a student reads."""
+    found = {p.relative_to(built_site).as_posix(): leaks.file_text(p) for p in sorted(built_site.rglob("*.html"))
+             if not p.relative_to(built_site).as_posix().startswith(NOT_PAGES)}
+    assert any(k.startswith("notebooks/") for k in found) and "book/flashcards.html" in found
+    found.update({f"card {c.id}": f"{c.front}\n{c.back}" for d in load_decks() for c in d.cards})
+    work = tmp_path_factory.mktemp("problem-sets")
+    for src in problem_sets():
+        nb = student_problem_set(src)
+        NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(work)}}).execute()
+        found[f"exercises/{src.stem} (student edition, run)"] = leaks.notebook_text(nb)
+    return found
+
+
+@pytest.mark.parametrize("chapter", known_problem_sets())
+def test_no_answer_of_the_chapter_is_printed_on_the_site_or_a_card(texts, chapter):
+    answers = [a for a in leaks.answers([chapter]) if a.searchable]
+    printed = [str(leak) for where, text in texts.items() for leak in leaks.find(text, answers, where)]
+    assert not printed, "\n".join(printed[:10])
+
+
+# --- what counts as printed: hand-made cases --------------------------------------------------------
+SPARSITY = leaks.Answer("x", "sparsity", 17.87, 0.03, "dimensionless ratio")
+FLOOR = leaks.Answer("x", "floor_ms", 1.165, 0.02, "ms")
+TOKENS = leaks.Answer("x", "tokens", 15.605e12, 0.02, "tokens")
+BUBBLE = leaks.Answer("x", "bubble", 0.2174, 0.01, "fraction of the step (0 to 1)")
+SHRINK = leaks.Answer("x", "shrink", 15.0, 0.02, "ratio (normal batch / fast batch)")
+LAYERS = leaks.Answer("x", "layers", 6.0, 0.005, "MoE layers (a whole number)")
+
+
+@pytest.mark.parametrize("text, answer", [
+    ("the sparsity s = 17.9 for V3", SPARSITY), ("a sparsity of about 18× ...", SPARSITY),
+    (r"a floor of \(1.16\) ms", FLOOR), ("trained on 15.60 T tokens", TOKENS), ("15.6 trillion tokens", TOKENS),
+    ("1.56e13 tokens", TOKENS), (r"1.56 \times 10^{13} tokens", TOKENS), ("idles 21.7% of the step", BUBBLE),
+    ("the batch shrinks about 15×", SHRINK),
+])
+def test_a_printed_answer_is_found(text, answer):
+    assert [leak.answer for leak in leaks.find(text, [answer], "page")] == [answer]
+
+
+@pytest.mark.parametrize("text, answer", [
+    ("PaLM has 540.4 B parameters", leaks.Answer("x", "gb", 541.17, 0.01, "GB")),  # in tolerance, not the same number
+    ("s = 17.3 for another model", SPARSITY), ("about 15 chips", SHRINK), ("2,048 tokens of context", TOKENS),
+    ("17.9% of the time", SPARSITY),  # a percentage is another quantity than a ratio of 17.9
+    ("a price ratio of 15×", SHRINK),  # a ratio, but not this one
+    ("6 layers per stage", LAYERS),   # a round answer: not searchable
+    ('"0448c30ee5860e80"', leaks.Answer("x", "kink", 448.6, 0.1, "sequences")),
+])
+def test_a_number_that_only_resembles_an_answer_is_not(text, answer):
+    assert leaks.find(text, [answer], "page") == []
+
+
+def test_round_answers_are_the_unsearchable_ones():
+    assert not LAYERS.searchable and SHRINK.searchable and BUBBLE.searchable
+    assert leaks.unsearchable([LAYERS, SHRINK, leaks.Answer("x", "m", 60.0, 0.005, "micro-batches")]) == \
+        [LAYERS, leaks.Answer("x", "m", 60.0, 0.005, "micro-batches")]

@@ -1,0 +1,129 @@
+"""Chapter 4's explorer, twin and figures: their numbers are chalk.memory's, bad choices show a
+message instead of a chart, and every static figure says what it shows."""
+import json
+import re
+
+import numpy as np
+import pytest
+
+from chalk import memory as mem, systems
+from chalk.figures import memory_capacity as mc
+from chalk.figures.canvas import alt_text
+from chalk.roofline import HEADROOM
+
+GB = 1e9
+
+
+@pytest.fixture(scope="module")
+def explorer():
+    return mc.Explorer()
+
+
+def gb_numbers(text):
+    """The three GB figures of the readout: weights, cache and their sum per chip."""
+    m = re.search(r"<b>([\d,.]+) GB of weights \+ ([\d,.]+) GB of cache = ([\d,.]+) GB</b>", text)
+    return [float(x.replace(",", "")) for x in m.groups()]
+
+
+@pytest.mark.parametrize("params", [
+    dict(model="llama-3.1-405b", system="hgx-h100", dtype="bf16", stages=4, batch=16.0, context=32768.0),
+    dict(model="deepseek-v3", system="gb200-nvl72", dtype="fp8", stages=1, batch=1000.0, context=8192.0),
+    dict(model="gemma-2-9b", system="hgx-b200", dtype="bf16", stages=16, batch=100.0, context=100000.0),
+])
+def test_readout_is_chalk_memory(explorer, params):
+    text = explorer.update(**params)
+    weights, cache, total = gb_numbers(text)
+    count = systems.get(params["system"]).count
+    w, k = mem.per_chip_parts(params["model"], params["batch"], params["context"], params["dtype"], count,
+                              params["stages"])
+    assert weights == pytest.approx(w / GB, abs=0.006) and cache == pytest.approx(k / GB, abs=0.006)
+    assert total == pytest.approx((w + k) / GB, abs=0.006)
+    floor = mem.weight_floor(params["model"], params["system"], params["dtype"])
+    assert f"{1e3 * floor:,.3g} ms on S = {count}" in text
+
+
+def test_bars_are_the_formula_as_a_share_of_usable_hbm(explorer):
+    explorer.update(model="llama-3.1-405b", system="hgx-h100", dtype="bf16", stages=2, batch=64.0, context=32768.0)
+    usable = systems.get("hgx-h100").chip.hbm_capacity * (1 - HEADROOM)
+    w, k = mem.per_chip_parts("llama-3.1-405b", 64, 32768, "bf16", 8, np.array(mc.STAGES))
+    tops = [max(y for _, y in path.vertices) for path in explorer.figure.k_bars.get_paths()]
+    np.testing.assert_allclose(tops, np.minimum(100 * (w + k) / usable, mc.PERCENT_TOP), rtol=1e-9)
+    # The one-stage bar is past the axis and says by how much; the others are drawn whole.
+    assert explorer.figure.over[0].get_text() == f"{(w[0] + k[0]) / usable:.3g}×"
+    assert all(t.get_text() == "" for t, total in zip(explorer.figure.over, (w + k) / usable) if total <= 2)
+
+
+def test_does_not_fit_is_said_and_still_drawn(explorer):
+    text = explorer.update(model="llama-3.1-405b", system="hgx-h100", dtype="bf16", stages=1, batch=16.0,
+                           context=32768.0)
+    assert "does not fit" in text and "short by" in text
+    assert explorer.image.value[:4] == b"\x89PNG"
+
+
+def test_a_bad_value_shows_a_message_not_a_traceback(explorer):
+    text = explorer.update(context=-5)
+    assert "color:#b00" in text and "context" in text
+    ok = explorer.update(context=8192.0)
+    assert "color:#b00" not in ok or "does not fit" in ok
+
+
+def test_controls_are_labelled():
+    ex = mc.Explorer()
+    for control in mc.Explorer.controls:
+        assert ex.widgets[control.name].description == control.label and control.label
+
+
+def test_session_is_replayable():
+    ex = mc.Explorer()
+    for params in mc.SESSION:
+        text = ex.update(**params)
+        assert "Traceback" not in text
+    assert ex.params["system"] == "tpu-v5p-cube"
+
+
+def test_twin_views_are_chalk_memory():
+    data = mc.twin_data()
+    assert len(json.dumps(data, separators=(",", ":"))) < 250_000
+    stops = data["controls"][-1]["values"]
+    assert stops == list(mc.STAGES)
+    for key in ("llama-3.1-405b|hgx-h100|bf16|131072|512", "deepseek-v3|gb200-nvl72|fp8|8192|64"):
+        model, system, dtype, context, batch = key.split("|")
+        view = data["views"][key]
+        count = systems.get(system).count
+        for i, p in enumerate(stops):
+            w, k = mem.per_chip_parts(model, int(batch), int(context), dtype, count, p)
+            series = view["panels"][0]["series"]
+            assert series["weights"][i] == pytest.approx(w / GB, rel=5e-3)  # the twin keeps three significant digits
+            assert series["kv"][i] == pytest.approx(k / GB, rel=5e-3)  # the twin keeps three significant digits
+            usable = systems.get(system).chip.hbm_capacity * (1 - HEADROOM)
+            assert view["readout"]["pick"][i] == (0 if w + k <= usable else 1)
+            reads = mem.token_time(model, system, int(batch), int(context), p, 0.0, dtype)
+            assert view["panels"][1]["series"]["reads"][i] == pytest.approx(1e3 * reads, rel=5e-3)  # the twin keeps three significant digits
+        # The cache per chip is the same at every depth: P cancels, in the twin too.
+        assert len(set(view["panels"][0]["series"]["kv"])) == 1
+
+
+def test_every_twin_view_draws():
+    data = mc.twin_data()
+    assert not [k for k, v in data["views"].items() if "message" in v]
+
+
+@pytest.mark.parametrize("figure, numbers", [
+    (lambda: mc.stages_figure("llama-3.1-405b", "hgx-h100", "bf16", 16, 32768), ["101.5 GB", "33.8 GB"]),
+    (lambda: mc.context_figure(), ["longest context"]),
+    (lambda: mc.floor_figure(), ["ms on hgx-h100"]),
+    (lambda: mc.layout_figure(), ["the mean is 1.000"]),
+    (lambda: mc.wall_figure(), ["52%", "63%"]),
+    (lambda: mc.training_figure(), ["stage 0 stays at"]),
+])
+def test_static_figures_say_what_they_show(figure, numbers):
+    text = alt_text(figure())
+    for n in numbers:
+        assert n in text, (n, text)
+
+
+def test_layout_figure_is_the_placement_over_the_formula():
+    fig = mc.layout_figure("deepseek-v3", 64, 8192, "fp8", 8, 4)
+    shown = fig.axes[0].images[0].get_array()
+    expected = mem.layout_bytes("deepseek-v3", 64, 8192, "fp8", 8, 4) / mem.per_chip("deepseek-v3", 64, 8192, "fp8", 8, 4)
+    np.testing.assert_allclose(shown, expected, rtol=1e-12)

@@ -1,0 +1,161 @@
+"""What the grader writes and the hand-given points merged back, without kernels: Canvas's file
+names and rosters, the latest resubmission, weighted points, the LMS exports and the merge.
+
+A batch is made here by hand (rows with results as the grader would make them), so every total
+below is a hand sum of the points written into it.
+"""
+import csv
+import json
+
+import nbformat
+import pytest
+
+from chalk.errors import ChalkError
+from chalk.teaching import gradebook, grading
+from chalk.teaching.exercises import RIGHT, UNANSWERED, WRONG, Result
+from chalk.teaching.gradebook import Batch, Row
+
+TITLES = {"07_demo": {"a": "First", "b": "Second", "c": "Third"}}
+POINTS = {"a": 1.0, "b": 2.0, "c": 1.0}
+"""b weighs 2 (the key's ``points``): a full score is 4."""
+
+
+def row(file, statuses, student=None, written=()):
+    return Row(file, "ok", "07_demo", student or {}, points=dict(POINTS), written=[dict(w) for w in written],
+               results={i: Result(i, s, f"{i} said {s}", 1.0) for i, s in zip(POINTS, statuses)})
+
+
+WRITTEN = {"exercise": "b", "part": "written", "text": "Because the cache grows.", "max_points": 2.0}
+NOTE = {"exercise": "a", "part": "note", "text": "I was unsure here.", "max_points": 0.0}
+
+
+@pytest.fixture
+def batch(tmp_path):
+    rows = [row("jones_17_900_07_demo.ipynb", (RIGHT, RIGHT, WRONG), {"student": "jones", "id": "17"}, [WRITTEN, NOTE]),
+            row("kim.ipynb", (RIGHT, UNANSWERED, RIGHT), {"student": "kim"}, [WRITTEN])]
+    b = Batch(rows, TITLES, [{"file": "jones_17_800_07_demo.ipynb", "student": {"student": "jones", "id": "17"},
+                              "graded": "no: superseded by jones_17_900_07_demo.ipynb"}])
+    b.folder = gradebook.write(b, gradebook.new_folder(tmp_path / "week1", tmp_path))
+    return b
+
+
+def read(path):
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_canvas_download_names_give_student_id_and_order():
+    assert gradebook.canvas_name("sub/smithjane_12345_678_01_batching.ipynb") == \
+        {"student": "smithjane", "id": "12345", "order": (678, 0)}
+    assert gradebook.canvas_name("smithjane_LATE_12345_679_01_batching-2.ipynb")["order"] == (679, 2)
+    assert gradebook.canvas_name("01_batching.ipynb") is None and gradebook.canvas_name("my homework.ipynb") is None
+
+
+def test_a_roster_names_files_and_fills_canvas_ids(tmp_path):
+    path = tmp_path / "roster.csv"
+    path.write_text("file,id,student,sis_user_id,section\nkim.ipynb,,Kim Lee,S9,B\n,12345,Jane Smith,S1,A\n")
+    roster = gradebook.read_roster(path)
+    assert gradebook.student_of("week1/kim.ipynb", roster)["student"] == "Kim Lee"
+    jane = gradebook.student_of("smithjane_12345_678_x.ipynb", roster)
+    assert (jane["student"], jane["id"], jane["sis_user_id"], jane["section"]) == ("Jane Smith", "12345", "S1", "A")
+    assert gradebook.student_of("other.ipynb", roster) == dict.fromkeys(gradebook.ROSTER_FIELDS, "")
+    (tmp_path / "bad.csv").write_text("name,grade\nx,1\n")
+    with pytest.raises(ChalkError, match="needs a header with a 'file' or an 'id' column"):
+        gradebook.read_roster(tmp_path / "bad.csv")
+
+
+def test_the_latest_resubmission_wins_and_other_files_are_listed(tmp_path):
+    for name, source in (("smithjane_12345_678_01_batching.ipynb", "x = 1"),
+                         ("smithjane_12345_690_01_batching-2.ipynb", "x = 3"),
+                         ("smithjane_12345_679_01_batching-1.ipynb", "x = 2"),
+                         ("leejo_555_700_01_batching.ipynb", "x = 4")):
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)], metadata={"chalk": {"problem_set": "01_batching"}})
+        nbformat.write(nb, tmp_path / name)
+    (tmp_path / "smithjane_12345_691_notes.pdf").write_bytes(b"%PDF")
+    graded, others = grading.plan(tmp_path, ["01_batching"], [])
+    assert sorted(s.file for s in graded) == ["leejo_555_700_01_batching.ipynb", "smithjane_12345_690_01_batching-2.ipynb"]
+    assert {o["file"]: o["graded"] for o in others} == {
+        "smithjane_12345_678_01_batching.ipynb": "no: superseded by smithjane_12345_690_01_batching-2.ipynb",
+        "smithjane_12345_679_01_batching-1.ipynb": "no: superseded by smithjane_12345_690_01_batching-2.ipynb",
+        "smithjane_12345_691_notes.pdf": "no: not a notebook"}
+
+
+def test_weighted_points_and_totals(batch):
+    grades = {r["file"]: r for r in read(batch.folder / "grades.csv")}
+    jones = grades["jones_17_900_07_demo.ipynb"]
+    assert (jones["a"], jones["b"], jones["c"], jones["score"], jones["maximum"]) == ("1", "2", "0", "3", "4")
+    assert jones["written_to_mark"] == "1"  # the written answer; the note is worth nothing
+    kim = grades["kim.ipynb"]
+    assert (kim["score"], kim["maximum"]) == ("2", "4")
+
+
+def test_exports_have_the_lms_columns(batch):
+    canvas = list(csv.reader((batch.folder / "canvas.csv").open()))
+    assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Chalk problem set 07_demo"]
+    assert canvas[1] == ["Points Possible", "", "", "", "", "4"]
+    assert canvas[2] == ["jones", "17", "", "", "", "3"] and canvas[3] == ["kim", "", "", "", "", "2"]
+    scope = read(batch.folder / "gradescope.csv")
+    assert list(scope[0])[:6] == ["Name", "SID", "Email", "Total Score", "Max Points", "Status"]
+    assert list(scope[0])[6:] == ["1: a (1 pts)", "2: b (2 pts)", "3: c (1 pts)"]
+    assert (scope[0]["Name"], scope[0]["Total Score"], scope[0]["Status"]) == ("jones", "3", "Ungraded")
+    results = json.loads((batch.folder / "gradescope" / "kim.ipynb" / "results.json").read_text())
+    assert results["score"] == 2 and [t["max_score"] for t in results["tests"]] == [1, 2, 1]
+    assert [t["status"] for t in results["tests"]] == ["passed", "failed", "passed"]
+    roster = {r["file"]: r["graded"] for r in read(batch.folder / "roster.csv")}
+    assert roster == {"jones_17_900_07_demo.ipynb": "yes", "kim.ipynb": "yes",
+                      "jones_17_800_07_demo.ipynb": "no: superseded by jones_17_900_07_demo.ipynb"}
+
+
+def fill(batch, points, comment=""):
+    """manual.csv with ``points`` written into its written answers, in order."""
+    path = batch.folder / "manual.csv"
+    rows = read(path)
+    given = iter(points)
+    for r in rows:
+        if float(r["max_points"]) > 0:
+            r["points"], r["comment"] = next(given), comment
+    with path.open("w", newline="") as f:
+        out = csv.DictWriter(f, fieldnames=gradebook.MANUAL_FIELDS)
+        out.writeheader()
+        out.writerows(rows)
+    return path
+
+
+def test_written_answers_are_collected_and_merged_back_into_a_new_folder(batch):
+    manual = read(batch.folder / "manual.csv")
+    assert [(m["file"], m["exercise"], m["part"], m["max_points"], m["points"]) for m in manual] == [
+        ("jones_17_900_07_demo.ipynb", "b", "written", "2", ""), ("jones_17_900_07_demo.ipynb", "a", "note", "0", ""),
+        ("kim.ipynb", "b", "written", "2", "")]
+    assert "Because the cache grows." in (batch.folder / "written.md").read_text()
+    before = (batch.folder / "grades.csv").read_bytes()
+    merged = gradebook.merge(fill(batch, ["1.5", "2"], "clear"))
+    assert merged.folder.parent == batch.folder and merged.folder.name.startswith("merged-")
+    assert (batch.folder / "grades.csv").read_bytes() == before  # the batch itself is untouched
+    grades = {r["file"]: r for r in read(merged.folder / "grades.csv")}
+    assert (grades["jones_17_900_07_demo.ipynb"]["score"], grades["jones_17_900_07_demo.ipynb"]["maximum"]) == ("4.5", "6")
+    assert (grades["kim.ipynb"]["score"], grades["kim.ipynb"]["maximum"]) == ("4", "6")
+    canvas = list(csv.reader((merged.folder / "canvas.csv").open()))
+    assert canvas[1][5] == "6" and canvas[2][5] == "4.5"
+    text = (merged.folder / "feedback" / "kim.ipynb.md").read_text()
+    assert "**4 of 6 points**" in text and "| marked | `b` (written) | 2 of 2 | clear |" in text
+    again = gradebook.merge(batch.folder / "manual.csv")  # merging twice never overwrites either
+    assert again.folder != merged.folder
+
+
+@pytest.mark.parametrize("points, message", [
+    (["", "2"], "lines 2 have no points"),
+    (["3", "2"], "points must be between 0 and 2, got '3'"),
+    (["x", "2"], "points must be a number, got 'x'"),
+])
+def test_merge_refuses_marks_it_cannot_use(batch, points, message):
+    with pytest.raises(ChalkError, match=message):
+        gradebook.merge(fill(batch, points))
+
+
+def test_a_folder_that_holds_grades_is_never_reused(tmp_path):
+    first = gradebook.new_folder(None, tmp_path)
+    (first / "grades.csv").write_text("x")
+    second = gradebook.new_folder(None, tmp_path)
+    assert second != first and second.parent == tmp_path
+    with pytest.raises(ChalkError, match="is not empty; grades are never overwritten"):
+        gradebook.new_folder(first, tmp_path)

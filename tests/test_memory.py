@@ -1,0 +1,248 @@
+"""chalk.memory: memory per chip, the cancellation of P, the time per token, training state, the
+errors, and the independent check (``memory.layout_bytes``, a NumPy placement of every layer and
+every micro-batch's cache on explicit chips) against the SymPy formula over a grid.
+
+Hand calculations type the model shapes from their published configs, not from chalk's catalog."""
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from chalk import memory as mem
+from chalk import models
+from chalk.errors import ChalkError, UnknownName
+from chalk.notation import B, C, E, L, N_tot, P, b_kv, b_w, m
+
+# Llama 3 70B config.json: 80 layers, 8 KV heads of 128; parameters counted from its shapes.
+LLAMA70_PARAMS = 70.5524e9
+LLAMA70_KV = 2 * 8 * 128 * 80 * 2          # bytes per token in BF16: K and V, 8 heads x 128, 80 layers
+# Gemma 2 9B config.json: 42 layers alternating local (window 4,096) and global, 8 KV heads of 256.
+GEMMA_KV_LAYER = 2 * 8 * 256 * 2          # bytes per token per layer in BF16
+GEMMA_LAYERS_EACH = 21
+# DeepSeek-V3: 671 B parameters (report), MLA caches 512 + 64 elements per layer, 61 layers.
+DS_PARAMS = 671.0e9
+DS_KV = (512 + 64) * 61 * 2
+GB200_HBM_BW = 8e12                        # NVL72 576 TB/s / 72
+GB200_HBM = 186e9
+NIC = 50e9                                 # one 400 Gb/s ConnectX per GPU
+
+
+# --- the formula -------------------------------------------------------------------------------
+def test_sympy_shows_p_cancel_from_the_cache():
+    assert mem.kv_per_chip_busy == B * L * b_kv / E
+    assert sp.diff(mem.kv_per_chip_busy, P) == 0
+    assert P not in mem.kv_per_chip_busy.free_symbols
+    # Only the weights fall with P; infinitely many stages leave the cache alone on each chip.
+    assert sp.simplify(mem.per_chip_busy - (N_tot * b_w / (E * P) + B * L * b_kv / E)) == 0
+    assert mem.per_chip_limit == B * L * b_kv / E
+    assert sp.simplify(mem.crossover_stages_expr - N_tot * b_w / (B * L * b_kv)) == 0
+
+
+def test_more_stages_lift_the_batch_that_fits_only_to_a_ceiling():
+    assert sp.simplify(mem.max_batch_expr - (C * E * P - N_tot * b_w) / (P * L * b_kv)) == 0
+    assert mem.max_batch_limit == C * E / (L * b_kv)
+
+
+def test_without_pipelining_the_microbatch_count_is_the_batch():
+    # m = 1, P = 1: the whole replica's weights and cache over E chips.
+    assert sp.simplify(mem.per_chip_expr.subs({m: 1, P: 1}) - (N_tot * b_w + B * L * b_kv) / E) == 0
+
+
+# --- per chip, by hand -------------------------------------------------------------------------
+def test_per_chip_llama_70b_by_hand():
+    by_hand = (LLAMA70_PARAMS * 2 + 32 * 8192 * LLAMA70_KV) / 8
+    assert mem.per_chip("llama-3-70b", 32, 8192, "bf16", expert_parallel=8) == pytest.approx(by_hand, rel=1e-4)
+
+
+def test_microbatches_default_to_stages_and_cancel_stages_from_the_cache():
+    weights, kv = mem.per_chip_parts("llama-3-70b", 16, 32768, "bf16", expert_parallel=8, stages=4)
+    assert weights == pytest.approx(LLAMA70_PARAMS * 2 / 32, rel=1e-4)
+    assert kv == pytest.approx(16 * 32768 * LLAMA70_KV / 8, rel=1e-12)
+    for stages in (1, 2, 8, 16):
+        assert mem.per_chip_parts("llama-3-70b", 16, 32768, "bf16", 8, stages)[1] == pytest.approx(kv, rel=1e-12)
+
+
+def test_explicit_microbatches_scale_the_cache():
+    one = mem.per_chip_parts("llama-3-70b", 16, 8192, "bf16", 8, stages=4, microbatches=1)[1]
+    assert one == pytest.approx(16 * 8192 * LLAMA70_KV / 32, rel=1e-12)
+    assert mem.per_chip_parts("llama-3-70b", 16, 8192, "bf16", 8, 4, microbatches=8)[1] == pytest.approx(8 * one)
+
+
+def test_sliding_windows_are_counted_exactly():
+    # At 8,192 tokens the global layers hold 8,192 tokens, the local ones their window of 4,096.
+    per_sequence = GEMMA_LAYERS_EACH * GEMMA_KV_LAYER * (8192 + 4096)
+    assert mem.kv_per_sequence("gemma-2-9b", 8192) == pytest.approx(per_sequence, rel=1e-12)
+    weights, kv = mem.per_chip_parts("gemma-2-9b", 10, 8192, "bf16", expert_parallel=2)
+    assert kv == pytest.approx(10 * per_sequence / 2, rel=1e-12)
+    # Below the window both kinds hold every token.
+    assert mem.kv_per_sequence("gemma-2-9b", 1000) == pytest.approx(42 * GEMMA_KV_LAYER * 1000, rel=1e-12)
+
+
+def test_arrays_of_contexts_broadcast():
+    ctx = np.array([0, 1024, 8192])
+    out = mem.per_chip("llama-3-70b", 8, ctx, "bf16", 8, 2)
+    assert out.shape == (3,)
+    assert out[0] == pytest.approx(LLAMA70_PARAMS * 2 / 16, rel=1e-4)
+    assert np.all(np.diff(out) > 0)
+
+
+def test_crossover_stages_by_hand():
+    by_hand = DS_PARAMS * 1 / (2000 * 4096 * DS_KV)
+    assert mem.crossover_stages("deepseek-v3", 2000, 4096, "fp8") == pytest.approx(by_hand, rel=0.005)
+    assert mem.crossover_stages("deepseek-v3", 2000, 0, "fp8") == math.inf
+    # At P* the two terms are equal.
+    p_star = mem.crossover_stages("llama-3-70b", 8, 8192, "bf16")
+    w_, kv_ = mem.per_chip_parts("llama-3-70b", 8, 8192, "bf16", 1, 1, microbatches=1)
+    assert w_ / p_star == pytest.approx(kv_, rel=1e-9)
+
+
+def test_max_batch_by_hand():
+    usable = GB200_HBM * 0.9
+    for stages in (1, 4):
+        free = usable - DS_PARAMS / (72 * stages)
+        by_hand = math.floor(free * 72 / (4096 * DS_KV))
+        assert mem.max_batch("deepseek-v3", "gb200-nvl72", 4096, "fp8", stages) == pytest.approx(by_hand, rel=0.002)
+    assert mem.max_batch("deepseek-v3", "gb200-nvl72", 0, "fp8") == math.inf
+    # Llama 3.1 405B in BF16 (812 GB) does not fit 8 H100s (576 GB usable) whatever the context.
+    assert mem.max_batch("llama-3.1-405b", "hgx-h100", 4096, "bf16") == 0
+
+
+# --- time per token ----------------------------------------------------------------------------
+def test_weight_floor_by_hand():
+    assert mem.weight_floor("deepseek-v3", "gb200-nvl72", "fp8") == pytest.approx(DS_PARAMS / (72 * GB200_HBM_BW), rel=0.002)
+    # Scale-up size, not pipelining, moves it: 8 H100s read 9 times slower than 72 GB200s at 3.35 TB/s.
+    assert mem.weight_floor("deepseek-v3", "hgx-h100", "fp8") == pytest.approx(DS_PARAMS / (8 * 3.35e12), rel=0.002)
+
+
+def test_token_time_keeps_reads_and_adds_a_hop_per_stage():
+    one = mem.token_time("deepseek-v3", "gb200-nvl72", 256, 8192, stages=1, hop=1e-3, dtype="fp8")
+    by_hand = (DS_PARAMS + 256 * 8192 * DS_KV) / (72 * GB200_HBM_BW)
+    assert one == pytest.approx(by_hand, rel=0.002)          # one stage: no hop
+    for stages in (2, 4, 8):
+        t = mem.token_time("deepseek-v3", "gb200-nvl72", 256, 8192, stages=stages, hop=1e-3, dtype="fp8")
+        assert t - one == pytest.approx(stages * 1e-3, rel=1e-9)
+
+
+def test_hop_time_by_hand():
+    # 2,048 sequences x 7,168 x 2 bytes leave a stage of 72 GPUs, each over its own 50 GB/s link.
+    t = mem.hop_time("deepseek-v3", "gb200-nvl72", 2048, latency=10e-6)
+    assert t == pytest.approx(10e-6 + 2048 * 7168 * 2 / (72 * NIC), rel=1e-9)
+
+
+# --- training memory ---------------------------------------------------------------------------
+@pytest.mark.parametrize("stage, by_hand", [(0, 16), (1, 4 + 12 / 64), (2, 2 + 14 / 64), (3, 16 / 64)])
+def test_zero_stages_by_hand(stage, by_hand):
+    n = models.get("llama-3-70b").total_params
+    got = mem.training_state_bytes("llama-3-70b", "zero-mixed-adam", chips=64, zero_stage=stage)
+    assert got == pytest.approx(by_hand * n, rel=1e-12)
+
+
+def test_fewest_chips_to_train_by_hand():
+    # 16 bytes x 70.55 B parameters over 72 GB usable per H100.
+    assert mem.fewest_chips_to_train("llama-3-70b", "H100-SXM") == math.ceil(16 * LLAMA70_PARAMS / 72e9)
+    assert mem.fewest_chips_to_train("llama-3-70b", "H100-SXM", "8bit-adam") == math.ceil(12 * LLAMA70_PARAMS / 72e9)
+
+
+# --- errors ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name, value", [("expert_parallel", 0), ("stages", -1), ("microbatches", 0),
+                                         ("stages", 1.5), ("expert_parallel", True)])
+def test_non_positive_or_fractional_degrees_are_refused(name, value):
+    with pytest.raises(ChalkError, match=f"{name} must be a whole number >= 1"):
+        mem.per_chip("llama-3-70b", 8, 1024, **{name: value})
+
+
+@pytest.mark.parametrize("name, value", [("batch", -1), ("context", -5)])
+def test_negative_batch_or_context_is_refused(name, value):
+    args = {"batch": 8, "context": 1024, name: value}
+    for fn in (mem.per_chip, mem.per_chip_parts):
+        with pytest.raises(ChalkError, match=f"{name} must be >= 0"):
+            fn("llama-3-70b", **args)
+    with pytest.raises(ChalkError, match=name):
+        mem.token_time("llama-3-70b", "hgx-h100", **args)
+
+
+def test_unknown_names_are_refused_with_the_known_ones():
+    with pytest.raises(UnknownName, match="model: unknown model 'llama-9'"):
+        mem.per_chip("llama-9", 8, 1024)
+    with pytest.raises(UnknownName, match="system: unknown system 'nvl-999'.*known systems"):
+        mem.weight_floor("deepseek-v3", "nvl-999")
+    with pytest.raises(UnknownName, match="dtype"):
+        mem.per_chip("llama-3-70b", 8, 1024, dtype="fp6")
+    with pytest.raises(UnknownName, match="recipe: unknown training recipe"):
+        mem.training_state_bytes("llama-3-70b", "adam-9000")
+
+
+def test_other_bad_inputs_name_their_parameter():
+    with pytest.raises(ChalkError, match="zero_stage must be 0, 1, 2 or 3"):
+        mem.training_state_bytes("llama-3-70b", zero_stage=4)
+    with pytest.raises(ChalkError, match="headroom must be between 0 and 0.99"):
+        mem.max_batch("llama-3-70b", "hgx-h100", 1024, headroom=1.5)
+    with pytest.raises(ChalkError, match="hop must be >= 0"):
+        mem.token_time("llama-3-70b", "hgx-h100", 8, 1024, stages=2, hop=-1)
+    with pytest.raises(ChalkError, match="latency must be finite"):
+        mem.hop_time("llama-3-70b", "hgx-h100", 8, latency=float("nan"))
+    with pytest.raises(ChalkError, match="batch must be > 0"):
+        mem.crossover_stages("llama-3-70b", 0, 1024)
+    with pytest.raises(ChalkError, match="stages must be at most the model's 80 layers"):
+        mem.layout_bytes("llama-3-70b", 8, 1024, stages=81)
+
+
+# --- the independent check: explicit placement against the formula -----------------------------
+UNIFORM = models.from_config("uniform-24", {
+    "display": "24 equal layers", "attention": "gqa", "n_layers": 24, "d_model": 1024, "n_heads": 16,
+    "n_kv_heads": 4, "d_head": 64, "d_ff": 4096, "ffn_gated": True, "vocab": 32000, "tied_embeddings": True,
+    "moe": {"n_routed_experts": 16, "experts_per_token": 2, "d_ff_expert": 1024}})
+"""A model whose layers are all alike, so every placement of the grid divides evenly except the
+one tied embedding table, which the check keeps apart."""
+
+
+def _grid():
+    for E_ in (1, 2, 4, 8, 16):
+        for P_ in (1, 2, 3, 4, 6, 8, 12):
+            for m_ in (1, P_, 2 * P_):
+                for batch in (E_, 4 * E_):
+                    for context in (0, 100, 4096):
+                        yield E_, P_, m_, batch, context
+
+
+def test_layout_matches_the_formula_on_every_chip_over_a_grid():
+    embeddings = UNIFORM.embedding_params * 2
+    cases = 0
+    for E_, P_, m_, batch, context in _grid():
+        chips = mem.layout_bytes(UNIFORM, batch, context, "bf16", E_, P_, m_)
+        chips[0] -= embeddings / E_           # the one table the formula spreads over every stage
+        formula = mem.per_chip(UNIFORM, batch, context, "bf16", E_, P_, m_) - embeddings / (E_ * P_)
+        np.testing.assert_allclose(chips, formula, rtol=1e-12)
+        cases += 1
+    assert cases >= 600
+
+
+def test_layout_shows_the_cancellation_of_p():
+    # With m = P the cache on any one chip is the same at every depth of pipeline.
+    caches = []
+    for P_ in (1, 2, 3, 4, 6, 8, 12, 24):
+        full = mem.layout_bytes(UNIFORM, 32, 4096, "bf16", 4, P_)
+        empty = mem.layout_bytes(UNIFORM, 32, 0, "bf16", 4, P_)
+        caches.append(full - empty)
+    for c in caches:
+        np.testing.assert_allclose(c, caches[0][0, 0], rtol=1e-12)
+    assert caches[0][0, 0] == pytest.approx(32 / 4 * UNIFORM.kv_bytes(4096), rel=1e-12)
+
+
+@pytest.mark.parametrize("name", ["llama-3-70b", "deepseek-v3", "gemma-2-9b", "mixtral-8x7b", "jamba-v0.1",
+                                  "palm-540b", "chinchilla-70b"])
+def test_layout_mean_is_the_formula_and_the_fullest_chip_is_no_lighter(name):
+    for E_, P_ in ((8, 1), (8, 4), (64, 2), (16, 8)):
+        chips = mem.layout_bytes(name, 4 * E_, 8192, "bf16", E_, P_)
+        formula = mem.per_chip(name, 4 * E_, 8192, "bf16", E_, P_)
+        assert chips.mean() == pytest.approx(formula, rel=1e-9)
+        assert chips.max() >= formula * (1 - 1e-12)
+
+
+def test_layout_counts_a_batch_that_does_not_divide_the_shards():
+    # 10 sequences on 4 shards: two shards hold 3, so they carry 3/2.5 of the mean cache.
+    full = mem.layout_bytes("llama-3-70b", 10, 8192, "bf16", 4, 1)
+    empty = mem.layout_bytes("llama-3-70b", 10, 0, "bf16", 4, 1)
+    kv = (full - empty)[0]
+    assert sorted(kv / kv.min()) == pytest.approx([1, 1, 1.5, 1.5])

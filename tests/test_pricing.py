@@ -1,0 +1,298 @@
+"""Chapter 6's maths (``chalk.pricing``): hand calculations, the independent checks of the issue,
+and clear errors for bad input."""
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from chalk import models, pricing, roofline
+from chalk.catalog import systems, tiers
+from chalk.errors import ChalkError, UnknownName
+from chalk.notation import C, F_att, L_star, N_act, T_hold, W, b_kv, f_att, p_hold, r
+
+# H100 SXM datasheet figures, typed here so the hand calculations do not read the catalog.
+H100_BF16, H100_FP8, H100_HBM, H100_W = 989.4e12, 1978.9e12, 80e9, 3.35e12
+YEAR = 365.25 * 24 * 3600
+
+
+# --- the contract ---------------------------------------------------------------------------
+def test_kv_from_crossover_lecture_convention_and_constants():
+    # N_act / (r L*) = 100e9 / (300 * 200e3) = 1666.7 B; each explicit constant scales it by hand.
+    assert pricing.kv_bytes_from_crossover(200e3, 100e9, 300) == pytest.approx(1666.667, rel=1e-6)
+    assert pricing.kv_bytes_from_crossover(200e3, 100e9, 300, bytes_per_weight=2) == pytest.approx(3333.333, rel=1e-6)
+    assert pricing.kv_bytes_from_crossover(200e3, 100e9, 300, flops_per_param=1) == pytest.approx(833.333, rel=1e-6)
+    # attention at the BF16 rate adds f_att / r: 3000 / 300 = 10 B.
+    assert pricing.kv_bytes_from_crossover(200e3, 100e9, 300, attention_flops_per_token=3000) == \
+        pytest.approx(1676.667, rel=1e-6)
+
+
+def test_decode_mfu_from_prices_is_input_over_output():
+    assert pricing.decode_mfu_from_prices(3.0, 15.0) == pytest.approx(0.2)
+    assert pricing.decode_mfu_from_prices(1.25, 10.0) == pytest.approx(0.125)
+
+
+@pytest.mark.parametrize("call, param", [
+    (lambda: pricing.kv_bytes_from_crossover(0, 1e11, 300), "crossover_tokens"),
+    (lambda: pricing.kv_bytes_from_crossover(-5, 1e11, 300), "crossover_tokens"),
+    (lambda: pricing.kv_bytes_from_crossover(2e5, 0, 300), "active_params"),
+    (lambda: pricing.kv_bytes_from_crossover(2e5, 1e11, -1), "intensity"),
+    (lambda: pricing.kv_bytes_from_crossover(2e5, 1e11, 300, flops_per_param=0), "flops_per_param"),
+    (lambda: pricing.kv_bytes_from_crossover(2e5, 1e11, 300, bytes_per_weight=0), "bytes_per_weight"),
+    (lambda: pricing.kv_bytes_from_crossover(2e5, 1e11, 300, attention_flops_per_token=-1),
+     "attention_flops_per_token"),
+    (lambda: pricing.kv_bytes_from_crossover(float("nan"), 1e11, 300), "crossover_tokens"),
+    (lambda: pricing.decode_mfu_from_prices(0, 10), "input_price"),
+    (lambda: pricing.decode_mfu_from_prices(1, -10), "output_price"),
+    (lambda: pricing.implied_decode_mfu("nope"), "price"),
+    (lambda: pricing.cheapest_tier(-1), "hold_seconds"),
+    (lambda: pricing.hold_costs(10, "nope"), "target"),
+    (lambda: pricing.hold_costs(10, usd_per_chip_hour=0), "usd_per_chip_hour"),
+    (lambda: pricing.hold_costs(10, lifetime_years=0), "lifetime_years"),
+    (lambda: pricing.kv_table(share={"llama-3-70b": 0}), "share"),
+    (lambda: pricing.kv_table(share={"nope": 2}), "model"),
+    (lambda: pricing.attention_crossover_context("nope"), "model"),
+    (lambda: pricing.pass_times("llama-3-8b", "H100-SXM", []), "ns"),
+    (lambda: pricing.pass_times("llama-3-8b", "H100-SXM", [0, 4]), "n"),
+    (lambda: pricing.pass_times("llama-3-8b", "H100-SXM", [4], cached=-1), "cached"),
+])
+def test_bad_input_names_the_parameter(call, param):
+    with pytest.raises(ChalkError) as info:
+        call()
+    assert str(info.value).startswith(param)
+
+
+def test_unknown_price_entry_lists_the_known_ones():
+    with pytest.raises(UnknownName) as info:
+        pricing.implied_decode_mfu("openai/gpt-6")
+    for known in ("anthropic/claude-opus-4.6", "google/gemini-2.5-pro", "openai/gpt-5", "deepseek/deepseek-chat@2025-09"):
+        assert known in str(info.value)
+
+
+# --- KV bytes per token from a step, with Chapter 1's attention FLOPs --------------------------
+def test_kv_from_step_is_balance_context_solved_with_attention():
+    # L* = 2 N_act F_att / (r (F_att b_kv - W f_att)) solved for b_kv, and back again.
+    assert sp.simplify(pricing.kv_bytes_from_step - (2 * N_act / (r * L_star) + W * f_att / F_att)) == 0
+    back = roofline.balance_context.subs(b_kv, pricing.kv_bytes_from_step)
+    assert sp.simplify(back - L_star) == 0
+
+
+@pytest.mark.parametrize("model, target, dtype", [
+    ("deepseek-v3", "H800", "fp8"), ("llama-3-70b", "H100-SXM", "fp8"), ("kimi-k2", "gb200-nvl72", "fp4"),
+    ("qwen3-235b-a22b", "hgx-h100", "bf16")])
+def test_deduced_kv_fed_back_reproduces_the_crossover(model, target, dtype):
+    # Independent of the solve: at L = step, one sequence's KV read time equals its compute time
+    # (matmuls + attention) in Chapter 1's numeric step formulas.
+    d = pricing.implied_kv_bytes_per_token("google/gemini-2.5-pro", model, target, dtype)
+    step = d.inputs["L*"]
+    n_act, n_tot, bw_, _, flops, bw, f, f_rate, n_rout, k, n_exp = _params(model, target, dtype)
+    t_kv = roofline.numeric["t_kv"](1, step, n_act, n_tot, bw_, d.value, flops, bw, f, f_rate, n_rout, k, n_exp)
+    t_compute = roofline.numeric["t_compute"](1, step, n_act, n_tot, bw_, d.value, flops, bw, f, f_rate, n_rout, k, n_exp)
+    assert t_kv == pytest.approx(t_compute, rel=1e-9)
+
+
+def _params(model, target, dtype):
+    hw = systems.system_or_chip(target)
+    chip, count = (hw.chip, hw.count) if isinstance(hw, systems.System) else (hw, 1)
+    return roofline.replica(chip, model, dtype, count).params()
+
+
+def test_mla_step_reads_more_bytes_than_its_matmuls_alone_imply():
+    # DeepSeek-V3 on an H800 in FP8: the f_att term is f_att W / F_att = f_att / (989.4e12 / 3.35e12).
+    d = pricing.implied_kv_bytes_per_token("google/gemini-2.5-pro", "deepseek-v3", "H800", "fp8")
+    f = models.get("deepseek-v3").attention_flops_per_cached_token()
+    matmul_only = 2 * d.inputs["N_act"] / (H100_FP8 / H100_W * 200_000)
+    assert d.value - matmul_only == pytest.approx(f * H100_W / H100_BF16, rel=1e-3)
+    assert d.value - matmul_only > 0.8 * models.get("deepseek-v3").kv_bytes_per_token()
+
+
+# --- the KV table ---------------------------------------------------------------------------
+def test_kv_table_covers_catalog_and_sharing_variant():
+    rows = pricing.kv_table(share={"llama-3-70b": 2})
+    names = {row.model for row in rows}
+    assert set(models.catalog_models()) <= names
+    by = {row.model: row for row in rows}
+    # Llama 3 70B: 2 (K, V) x 80 layers x 8 KV heads x 128 x 2 bytes = 327,680 B; sharing by 2 halves it.
+    assert by["llama-3-70b"].kv_bytes_per_token == 2 * 80 * 8 * 128 * 2
+    assert by["llama-3-70b with KV shared by 2 layers"].kv_bytes_per_token == 2 * 80 * 8 * 128
+    designs = " ".join(row.design for row in rows)
+    for design in ("MHA", "GQA", "MQA", "MLA", "local", "SSM", "shared"):
+        assert design in designs
+    assert [row.kv_bytes_per_token for row in rows] == sorted(row.kv_bytes_per_token for row in rows)
+
+
+def test_attention_crossover_hand_calculation():
+    # Llama 3 70B, FP8 matmuls at twice the BF16 attention rate: L = 2 N_act F_att / (f_att F) =
+    # N_act / f_att, with f_att = 2 (scores and sum) x 2 FLOPs x 64 heads x 128 x 80 layers.
+    m = models.get("llama-3-70b")
+    assert pricing.attention_crossover_context("llama-3-70b", "H100-SXM", "fp8") == \
+        pytest.approx(m.active_params / (4 * 64 * 128 * 80) * (2 * H100_BF16 / H100_FP8), rel=1e-9)
+    assert pricing.attention_crossover_context("jamba-v0.1") > pricing.attention_crossover_context("llama-3-70b")
+
+
+# --- passes of n tokens (graph D) -------------------------------------------------------------
+def test_pass_times_hand_calculation():
+    # Llama 3 70B in FP8 on 8 H100s, one sequence: n = 1 reads the weights (70.55e9 B at 8 x 3.35 TB/s);
+    # n = 4096 computes 2 N_act n / F plus attention over 4096 - 4095/2 tokens on average.
+    m = models.get("llama-3-70b")
+    pt = pricing.pass_times("llama-3-70b", "hgx-h100", [1, 16, 4096], dtype="fp8")
+    assert pt.memory[0] == pytest.approx((m.total_params + m.kv_bytes_per_token()) / (8 * H100_W), rel=1e-6)
+    matmul = 2 * m.active_params * 4096 / (8 * H100_FP8)
+    attention = 4 * 64 * 128 * 80 * (4096 - 4095 / 2) * 4096 / (8 * H100_BF16)
+    assert pt.compute[-1] == pytest.approx(matmul + attention, rel=1e-6)
+    assert pt.step[0] == pytest.approx(pt.step[1], rel=1e-3)  # memory-bound: 16 tokens cost what 1 does
+    assert pt.per_token[-1] < pt.per_token[0] / 100
+
+
+# --- prompt caching: the tier rule ----------------------------------------------------------
+def test_hold_cost_and_break_even_hand_calculation():
+    # 8 H100s at $2/h hold 640 GB; host DDR5 $10,000/TB over 5 years; drains from the datasheets.
+    p_hbm, d_hbm = 8 * 2.0 / 3600 / (8 * H100_HBM), H100_HBM / H100_W
+    p_ddr, d_ddr = 10_000 / 1e12 / (5 * YEAR), 2e12 / 614.4e9
+    costs = pricing.hold_costs(60.0, "hgx-h100")
+    assert costs["hbm-hgx-h100"] == pytest.approx(p_hbm * (60 + d_hbm), rel=1e-6)
+    assert costs["ddr5-hgx-h100"] == pytest.approx(p_ddr * (60 + d_ddr), rel=1e-6)
+    first, switches = pricing.tier_envelope("hgx-h100")
+    assert first.name == "hbm-hgx-h100" and switches[0].slower.name == "ddr5-hgx-h100"
+    assert switches[0].hold_seconds == pytest.approx((p_ddr * d_ddr - p_hbm * d_hbm) / (p_hbm - p_ddr), rel=1e-6)
+
+
+@pytest.mark.parametrize("target", ["H100-SXM", "hgx-h100", "gb200-nvl72", "gb300-nvl72", "H800", "TPU-v5e"])
+@pytest.mark.parametrize("usd, years", [(2.0, 5.0), (0.5, 3.0), (10.0, 8.0)])
+def test_tier_rule_matches_exhaustive_comparison(target, usd, years):
+    # The rule walks break-even hold times; the check prices every tier at every hold time.
+    first, switches = pricing.tier_envelope(target, usd, years)
+    edges = [s.hold_seconds for s in switches]
+    for hold in np.logspace(-5, 8, 400):
+        if any(abs(hold - e) <= 1e-9 * e for e in edges):
+            continue
+        costs = pricing.hold_costs(hold, target, usd, years)
+        brute = min(costs, key=costs.get)
+        chosen = pricing.cheapest_tier(hold, target, usd, years).name
+        assert costs[chosen] == pytest.approx(costs[brute], rel=1e-12), (hold, chosen, brute)
+
+
+def test_switches_move_to_cheaper_tiers_at_later_holds():
+    _, switches = pricing.tier_envelope("hgx-h100")
+    holds = [s.hold_seconds for s in switches]
+    assert holds == sorted(holds)
+    assert all(s.slower.usd_per_byte_second < s.faster.usd_per_byte_second for s in switches)
+
+
+def test_lecture_rule_of_thumb_and_cost_rule_can_differ():
+    # A one-minute hold: the drain time nearest 60 s is host DDR (3.3 s), but flash is already cheaper.
+    assert pricing.tier_for_hold(60, "hgx-h100").name == "ddr5-hgx-h100"
+    assert pricing.cheapest_tier(60, "hgx-h100").name == "3fs-storage-node"
+
+
+def test_recompute_cost_hand_calculation():
+    # Llama 3 70B FP8 on 8 H100s at $2/h, 8,192-token prompt, compute-bound at batch 1.
+    m = models.get("llama-3-70b")
+    n = 8192
+    t = (2 * m.active_params * n / (8 * H100_FP8)
+         + 4 * 64 * 128 * 80 * (n - (n - 1) / 2) * n / (8 * H100_BF16))
+    usd_per_byte = t * 8 * 2.0 / 3600 / (n * 327_680)
+    assert pricing.recompute_usd_per_byte("llama-3-70b", "hgx-h100", n, "fp8") == pytest.approx(usd_per_byte, rel=1e-6)
+
+
+def test_rematerialise_after_balances_envelope_and_rebuild():
+    when = pricing.rematerialise_after("llama-3-70b", "hgx-h100", 8192, "fp8")
+    rebuild = pricing.recompute_usd_per_byte("llama-3-70b", "hgx-h100", 8192, "fp8")
+    assert min(pricing.hold_costs(when, "hgx-h100").values()) == pytest.approx(rebuild, rel=1e-9)
+    assert min(pricing.hold_costs(0.5 * when, "hgx-h100").values()) < rebuild
+
+
+def test_break_even_symbolic_form():
+    p2, c2, w2 = (sp.Symbol(s, positive=True) for s in ("p'", "C'", "W'"))
+    expected = (p2 * c2 / w2 - p_hold * C / W) / (p_hold - p2)
+    assert sp.simplify(pricing.break_even_hold - expected) == 0
+    assert sp.simplify(pricing.hold_cost - p_hold * (T_hold + C / W)) == 0
+
+
+def test_host_tier_is_per_system_and_shared_per_chip():
+    held = {t.name: t for t in tiers.tiers_with_hbm("H100-SXM")}
+    share = held["ddr5-hgx-h100/gpu"]
+    assert share.capacity == pytest.approx(2e12 / 8) and share.bandwidth == pytest.approx(614.4e9 / 8)
+    assert "lpddr5x-gb200-nvl72" in {t.name for t in tiers.tiers_with_hbm("gb200-nvl72")}
+    assert "ddr5-hgx-h100" not in {t.name for t in tiers.tiers_with_hbm("gb200-nvl72")}
+    # GB200 NVL72: 17 TB at 18.4 TB/s drains in under a second.
+    assert tiers.catalog_tiers()["lpddr5x-gb200-nvl72"].drain_time == pytest.approx(17 / 18.4)
+
+
+def test_cache_multipliers_recomputed_from_catalog_prices():
+    # Sonnet 4.5: $0.30 hit, $3.75 5-minute write, $6 1-hour write over $3 input.
+    assert pricing.cache_multipliers("anthropic/claude-sonnet-4.5") == pytest.approx(
+        {"cache_read": 0.1, "cache_write_5m": 1.25, "cache_write_1h": 2.0})
+    assert set(pricing.cache_multipliers("openai/gpt-5")) == {"cache_read"}
+    assert math.isclose(pricing.cache_multipliers("deepseek/deepseek-chat@2025-09")["cache_read"], 0.1)
+
+
+# --- sparse attention ----------------------------------------------------------------------
+def test_sparse_attention_hand_calculation():
+    # DeepSeek-V3 shapes, 61 layers: the FP8 indexer reads 128 B per layer per cached token and
+    # MLA reads 70,272 B for each of the top 2,048 tokens; dense MLA reads 70,272 B per token.
+    L = 131072
+    dense = pricing.decode_attention_work("deepseek-v3", L)
+    sparse = pricing.decode_attention_work("deepseek-v3", L, sparse=True)
+    assert dense.kv_bytes == pytest.approx(70_272 * L, rel=1e-12)
+    assert sparse.kv_bytes == pytest.approx(128 * 61 * L + 70_272 * 2048, rel=1e-12)
+    f = models.get("deepseek-v3").attention_flops_per_cached_token()
+    assert sparse.flops == pytest.approx(2 * 64 * 128 * 61 * L + f * 2048, rel=1e-12)
+    # Below k the top-k is everything: sparse reads dense's bytes plus the indexer's.
+    small = pricing.decode_attention_work("deepseek-v3", 1000, sparse=True)
+    assert small.kv_bytes == pytest.approx(70_272 * 1000 + 128 * 61 * 1000, rel=1e-12)
+
+
+def test_growth_exponents():
+    assert pricing.growth_exponent("llama-3-70b", 50_000) == pytest.approx(1.0, rel=1e-12)
+    sparse = [pricing.growth_exponent("deepseek-v3", L, sparse=True) for L in (4096, 65536, 2**20)]
+    assert sparse == sorted(sparse) and sparse[-1] > 0.95  # tends to linear, not 0.5
+    # Sliding windows: the windowed layers' reads stop growing, so the exponent is below 1.
+    assert pricing.growth_exponent("gemma-2-9b", 8192) < 1
+
+
+@pytest.mark.parametrize("call, param", [
+    (lambda: pricing.decode_attention_work("gemma-2-9b", 8192, sparse=True), "model"),
+    (lambda: pricing.decode_attention_work("deepseek-v3", -1), "context"),
+    (lambda: pricing.growth_exponent("deepseek-v3", 0), "context"),
+    (lambda: pricing.growth_exponent("deepseek-v3", 10, quantity="time"), "quantity"),
+])
+def test_sparse_attention_bad_input(call, param):
+    with pytest.raises(ChalkError) as info:
+        call()
+    assert str(info.value).startswith(param)
+
+
+# --- cost per token against context (graph C) -------------------------------------------------
+def test_cost_against_context_hand_calculation():
+    # Llama 3 70B in FP8 on one H100, 64 sequences at 10,000 tokens: per token, compute is
+    # 2 N_act / F + f_att L / F_att and memory N_tot b_w / (B W) + L b_kv / W.
+    m = models.get("llama-3-70b")
+    c = pricing.cost_against_context("llama-3-70b", "H100-SXM", [10_000], 64, "fp8", usd_per_chip_hour=3.0)
+    compute = 2 * m.active_params / H100_FP8 + 4 * 64 * 128 * 80 * 10_000 / H100_BF16
+    memory = m.total_params / (64 * H100_W) + 10_000 * 327_680 / H100_W
+    assert c.compute[0] == pytest.approx(compute, rel=1e-9) and c.memory[0] == pytest.approx(memory, rel=1e-9)
+    assert c.usd_per_million_tokens[0] == pytest.approx(1e6 * max(compute, memory) * 3.0 / 3600, rel=1e-9)
+
+
+def test_cost_kink_tends_to_balance_context():
+    contexts = np.linspace(1, 3000, 30_000)
+    star = roofline.balance_context_for("H100-SXM", "llama-3-70b", "fp8")
+    kinks = [pricing.cost_against_context("llama-3-70b", "H100-SXM", contexts, b).kink for b in (1e3, 1e5, 1e8)]
+    assert kinks[0] < kinks[1] < kinks[2] and kinks[-1] == pytest.approx(star, rel=1e-3)
+    flat = pricing.cost_against_context("llama-3-70b", "H100-SXM", [100, 200], 1e8)
+    assert flat.relative[-1] == pytest.approx(1.0, rel=0.02)  # compute-bound: flat in L
+
+
+@pytest.mark.parametrize("call, param", [
+    (lambda: pricing.cost_against_context("llama-3-70b", "H100-SXM", [], 64), "contexts"),
+    (lambda: pricing.cost_against_context("llama-3-70b", "H100-SXM", [-1], 64), "contexts"),
+    (lambda: pricing.cost_against_context("llama-3-70b", "H100-SXM", [10], 0), "batch"),
+    (lambda: pricing.cost_against_context("llama-3-70b", "nope", [10], 1), "target"),
+    (lambda: pricing.cost_against_context("llama-3-70b", "H100-SXM", [10], 1, usd_per_chip_hour=-1),
+     "usd_per_chip_hour"),
+])
+def test_cost_against_context_bad_input(call, param):
+    with pytest.raises(ChalkError) as info:
+        call()
+    assert str(info.value).startswith(param)

@@ -1,0 +1,152 @@
+"""The answer key of problem set 2: every check behaves, and the key agrees with hand calculations.
+
+The hand calculations type the closed forms and the model-card, spec-sheet and paper figures here,
+not chalk's catalog or its functions, so a wrong formula or catalog entry shows as a disagreement.
+"""
+import math
+import re
+
+import nbformat
+import pytest
+
+from chalk.teaching.exercises import problem_set
+from chalk.teaching.problems import ch02_moe_racks as key
+from conftest import ROOT
+
+EXERCISES = problem_set("02_moe_racks")
+NOTEBOOK = ROOT / "exercises" / "02_moe_racks.ipynb"
+
+# --- typed from the sources ----------------------------------------------------------------------
+# DeepSeek-V3 config_671B.json and report (arXiv 2412.19437): d_model 7,168, 256 routed experts, top-8,
+# expert width 2,048, 61 layers of which the first 3 are dense.
+DS_D, DS_N, DS_K, DS_FF, DS_MOE_LAYERS = 7168, 256, 8, 2048, 61 - 3
+# Kimi K2 (github.com/MoonshotAI/Kimi-K2 README and config.json): d_model 7,168, 384 experts, top-8,
+# 1 shared, expert width 2,048, 61 layers of which 1 dense (width 18,432), 64 heads, MLA ranks
+# q 1,536 / kv 512, RoPE 64, head 128, vocabulary 163,840, untied embeddings.
+KIMI_D, KIMI_N, KIMI_K, KIMI_FF, KIMI_LAYERS, KIMI_DENSE_FF, KIMI_VOCAB = 7168, 384, 8, 2048, 61, 18432, 163840
+KIMI_MLA_ATTENTION = (7168 * 1536 + 1536 * 64 * (128 + 64) + 7168 * (512 + 64) + 512 * 64 * (128 + 128)
+                      + 64 * 128 * 7168)
+# Qwen3-235B-A22B config.json: d_model 4,096, 94 layers all MoE, 128 experts top-8, width 1,536,
+# 64 query heads and 4 KV heads of 128, vocabulary 151,936, untied.
+QW_D, QW_LAYERS, QW_N, QW_FF, QW_VOCAB = 4096, 94, 128, 1536, 151936
+QW_ATTENTION = QW_D * 64 * 128 * 2 + QW_D * 4 * 128 * 2
+# Spec sheets, per direction: H200 NVLink 4 900 GB/s both ways; H800 NVLink 400 GB/s both ways and a
+# 400 Gb/s NIC; GB300 288 GB HBM3e per GPU; Vera Rubin NVL72 288 GB HBM4 per GPU; TPU v5p ICI
+# 1,200 GB/s both ways; MI355X 288 GB per GPU, 8 per platform.
+H200_UP, H800_UP, NIC_400G = 450e9, 200e9, 400e9 / 8
+GB300_HBM = VR_HBM = MI355X_HBM = 288e9
+V5P_UP = 1200e9 / 2
+# Harter (1961), Biometrika 48, Table 1: expected largest of 32 standard normals.
+Z_32 = 2.06967
+
+
+def expert(d, ff):
+    return 3 * d * ff   # a SwiGLU expert: gate, up and down
+
+
+def kimi_copies_bytes():
+    """Kimi K2's weights that are not routed experts, FP8: embeddings, attention, the dense layer,
+    the shared experts and the routers."""
+    params = (2 * KIMI_VOCAB * KIMI_D + KIMI_LAYERS * KIMI_MLA_ATTENTION + expert(KIMI_D, KIMI_DENSE_FF)
+              + (KIMI_LAYERS - 1) * (expert(KIMI_D, KIMI_FF) + KIMI_D * KIMI_N))
+    return params * 1
+
+
+def kimi_max_batch():
+    usable = GB300_HBM * 0.9
+    experts = (KIMI_N // 64) * (KIMI_LAYERS - 1) * expert(KIMI_D, KIMI_FF)
+    kv_per_sequence = 65536 * KIMI_LAYERS * (512 + 64) * 2   # MLA latent and RoPE key, BF16
+    return (usable - experts - kimi_copies_bytes()) * 64 / kv_per_sequence
+
+
+def qwen_weights_gb():
+    experts = (QW_N // 8) * QW_LAYERS * expert(QW_D, QW_FF)
+    copies = 2 * QW_VOCAB * QW_D + QW_LAYERS * (QW_ATTENTION + QW_D * QW_N)
+    return (experts + copies) * 2 / 1e9
+
+
+INDEPENDENT = {
+    "experts_per_gpu_qwen": (math.ceil((QW_N + 52) / 8), 1e-9),
+    "alltoall_mb_kimi": (2 * (4096 / 16) * KIMI_K * KIMI_D * 1 * (15 / 16) / 1e6, 1e-9),
+    "alltoall_us_h200": (1e6 * 2 * (3000 / 8) * DS_K * DS_D * 2 * (7 / 8) / H200_UP, 1e-9),
+    "expert_gb_decode": (math.ceil((DS_N + 32) / 144) * DS_MOE_LAYERS * expert(DS_D, DS_FF) / 1e9, 1e-9),
+    "three_box_slowdown": ((H800_UP / NIC_400G) * (2 / 3) / (7 / 8), 1e-9),
+    # the hand count leaves out norms and the MLA's latent norms: a few parts in ten thousand
+    "max_batch_kimi": (kimi_max_batch(), 0.005),
+    "weights_gb_qwen": (qwen_weights_gb(), 0.002),
+    "imbalance_excess_pct": (100 * Z_32 * math.sqrt(32 * (DS_N - DS_K) / ((DS_N - 1) * 1024 * DS_K)), 1e-4),
+    "touched_experts_kimi": (KIMI_N * (1 - (1 - KIMI_K / KIMI_N) ** 24), 1e-9),
+    "busiest_chips_read": (KIMI_N % 72, 1e-9),
+    "max_params_vr_fp4": (72 * VR_HBM * 0.8 / 0.5 / 1e12, 1e-9),
+    "torus_gbps": (4 / (3 * 12) * V5P_UP / 1e9, 1e-9),
+}
+
+
+def test_every_exercise_has_an_independent_check():
+    assert len(INDEPENDENT) >= 10 and set(INDEPENDENT) == set(EXERCISES)
+
+
+@pytest.mark.parametrize("ex_id", INDEPENDENT)
+def test_key_matches_hand_calculation(ex_id):
+    by_hand, tol = INDEPENDENT[ex_id]
+    got = EXERCISES[ex_id].expected()
+    if ex_id == "max_batch_kimi":   # the key floors to whole sequences
+        by_hand = math.floor(by_hand)
+    assert math.isclose(got, by_hand, rel_tol=tol, abs_tol=0.0), (got, by_hand)
+
+
+def test_typical_mistakes_are_the_slips_they_name():
+    # Dispatch only; BF16 activations; the bidirectional NVLink figure; the network card inside a box.
+    mb = {m.hint: m.wrong_answer(0) for m in EXERCISES["alltoall_mb_kimi"].mistakes}
+    assert min(mb.values()) == pytest.approx(INDEPENDENT["alltoall_mb_kimi"][0] / 2)
+    us = [m.wrong_answer(0) for m in EXERCISES["alltoall_us_h200"].mistakes]
+    assert us[0] == pytest.approx(INDEPENDENT["alltoall_us_h200"][0] / 2)
+    assert us[1] == pytest.approx(INDEPENDENT["alltoall_us_h200"][0] * H200_UP / NIC_400G)
+    # NVL144 counts each of the 72 packages' memory twice
+    vr = [m.wrong_answer(0) for m in EXERCISES["max_params_vr_fp4"].mistakes]
+    assert vr[2] == pytest.approx(2 * INDEPENDENT["max_params_vr_fp4"][0])
+
+
+# --- the problem set states the key's scenario ------------------------------------------------------
+def _prompts():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    heads = [c.source for c in nb.cells if c.cell_type == "markdown" and c.source.startswith("## ")]
+    return {re.search(r"`(\w+)`", h.splitlines()[0]).group(1): " ".join(h.split()) for h in heads}
+
+
+def test_every_exercise_has_a_prompt_and_the_title_is_right():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    assert nb.cells[0].source.splitlines()[0] == "# Problem set 2: MoE across racks"
+    assert set(_prompts()) == set(EXERCISES)
+
+
+def test_prompts_state_the_scenario_the_key_uses():
+    k = key
+    stated = {
+        "experts_per_gpu_qwen": [f"`{k.REDUNDANT['model']}`", f"`{k.REDUNDANT['system']}`",
+                                 f"{k.REDUNDANT['redundant']} redundant"],
+        "alltoall_mb_kimi": [f"`{k.ALLTOALL['model']}`", f"{k.ALLTOALL['chips']} GPUs", f"{k.ALLTOALL['tokens']:,} tokens",
+                             "FP8"],
+        "alltoall_us_h200": [f"`{k.TIME['model']}`", f"`{k.TIME['system']}`", f"{k.TIME['tokens']:,} tokens", "BF16"],
+        "expert_gb_decode": ["144 GPUs", "32 redundant", "FP8"],
+        "three_box_slowdown": [f"`{k.BOXES['system']}`", "three such boxes"],
+        "max_batch_kimi": [f"`{k.FIT['model']}`", f"`{k.FIT['system']}`", f"{k.FIT['chips']} of the 72",
+                           f"{k.FIT['context']:,} tokens", "BF16", "10%"],
+        "weights_gb_qwen": [f"`{k.WEIGHTS['model']}`", f"`{k.WEIGHTS['system']}`", "BF16"],
+        "imbalance_excess_pct": [f"{k.IMBALANCE['chips']} chips", f"{k.IMBALANCE['tokens']:,} tokens"],
+        "touched_experts_kimi": [f"`{k.TOUCHED['model']}`", f"{k.TOUCHED['tokens']} sequences"],
+        "busiest_chips_read": ["GB300 NVL72", "Kimi K2", "all 72 GPUs"],
+        "max_params_vr_fp4": [f"`{k.RUBIN['system']}`", "a fifth", "FP4"],
+        "torus_gbps": ["4 × 4 × 12", "1,200 GB/s"],
+    }
+    prompts = _prompts()
+    assert set(stated) == set(EXERCISES)
+    for ex_id, phrases in stated.items():
+        for phrase in phrases:
+            assert phrase in prompts[ex_id], (ex_id, phrase)
+
+
+def test_the_published_deployment_is_the_one_the_prompt_names():
+    from chalk import moe
+    d = next(x for x in moe.deployments() if x.name == key.DECODE["deployment"])
+    assert (d.chips, d.nodes, d.redundant) == (144, 18, 32)

@@ -1,0 +1,149 @@
+"""The student edition where a student runs it: an empty virtual environment (no system site
+packages) holding only the wheel the edition ships, Jupyter's kernel (ipykernel) and a notebook
+runner (nbclient), installed from the package index as a student would.
+
+Every problem set runs there. Blank, each check says "not answered"; filled in with, alternately,
+the right answer and the first typical mistake of each exercise (computed here from the
+instructor's key), each check says right, or wrong with that mistake's hint: the sealed key gives
+the feedback the plain key gives. The environment must not hold the plain keys, ``myst_nb`` or the
+grader, and every import of the chapter notebooks must resolve in it.
+
+Installing takes about a minute (numbers of this machine's package mirror); without a reachable
+index the test is skipped, except in CI.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import nbformat
+import pytest
+
+from chalk.teaching import edition
+from chalk.teaching.exercises import problem_set
+from conftest import ROOT
+
+PROBE = textwrap.dedent('''\
+    import importlib.util, json, re, sys
+    from pathlib import Path
+    import nbformat
+    from nbclient import NotebookClient
+
+    def missing(module):
+        try:
+            return importlib.util.find_spec(module) is None
+        except ModuleNotFoundError:  # a parent package is absent
+            return True
+
+    out_dir, answers, imports = Path(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[3])
+    found = {"missing": {m: missing(m) for m in ("chalk.teaching.problems", "chalk.teaching.grading", "myst_nb")}}
+
+    def checks(nb):
+        texts = {}
+        for cell in nb.cells:
+            m = re.fullmatch(r'check\\("(\\w+)", \\w+\\)', cell.source.strip())
+            if m:
+                texts[m.group(1)] = " ".join(o.get("data", {}).get("text/plain", "") + o.get("ename", "")
+                                             for o in cell.outputs)
+        return texts
+
+    found["runs"] = {}
+    for path in sorted((out_dir / "exercises").glob("*.ipynb")):
+        for kind in ("blank", "filled"):
+            nb = nbformat.read(path, as_version=4)
+            if kind == "filled":
+                for cell in nb.cells:
+                    for ex_id, value in answers[path.stem].items():
+                        cell.source = cell.source.replace(f"{ex_id} = ...  # your answer", f"{ex_id} = {value!r}")
+            NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
+                           resources={"metadata": {"path": str(path.parent)}}).execute()
+            found["runs"][f"{path.stem}/{kind}"] = checks(nb)
+    from chalk.teaching.exercises import problem_set
+    found["expected_attr"] = any(hasattr(e, "expected") for e in problem_set(path.stem).values())
+    found["imports"] = {}
+    for line in imports:
+        try:
+            exec(line, {})
+            found["imports"][line] = "ok"
+        except Exception as err:
+            found["imports"][line] = f"{type(err).__name__}: {err}"
+    print("PROBE" + json.dumps(found))
+''')
+_OFFLINE = re.compile(r"No matching distribution|Could not find a version|Failed to establish|NewConnectionError|"
+                      r"Temporary failure in name resolution|Network is unreachable")
+
+
+def answers_to_type():
+    """{problem set: {id: value}}: the right answer for every other exercise, its first typical
+    mistake for the rest."""
+    typed = {}
+    for src in edition.problem_sets():
+        exercises = list(problem_set(src.stem).values())
+        typed[src.stem] = {ex.id: (ex.expected() if k % 2 == 0 else ex.mistakes[0].wrong_answer(ex.expected()))
+                           for k, ex in enumerate(exercises)}
+    return typed
+
+
+def chapter_imports():
+    lines = set()
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "code":
+                lines |= {ln.strip() for ln in cell.source.splitlines() if re.match(r"(import|from) \S", ln)}
+    return sorted(lines)
+
+
+@pytest.fixture(scope="module")
+def student_env(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("student-env")
+    edition.build(tmp / "student")
+    wheel = next((tmp / "student").glob("*.whl"))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    env.update(HOME=str(tmp / "home"), JUPYTER_PATH="", JUPYTER_DATA_DIR=str(tmp / "jupyter"),
+               MPLCONFIGDIR=str(tmp / "mpl"), PYTHONDONTWRITEBYTECODE="1")
+    venv = tmp / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, env=env, timeout=300)
+    python = venv / "bin" / "python"
+    pip = subprocess.run([str(python), "-m", "pip", "install", "-q", str(wheel), "ipykernel", "nbclient"],
+                         env=env, capture_output=True, text=True, timeout=900)
+    if pip.returncode != 0:
+        if _OFFLINE.search(pip.stdout + pip.stderr) and os.environ.get("CI") != "true":
+            pytest.skip("no package index reachable to build a student's environment:\n" + pip.stderr[-1000:])
+        pytest.fail(f"pip could not install the student edition:\n{(pip.stdout + pip.stderr)[-3000:]}")
+    probe = subprocess.run([str(python), "-c", PROBE, str(tmp / "student"), json.dumps(answers_to_type()),
+                            json.dumps(chapter_imports())], env=env, capture_output=True, text=True, timeout=1500,
+                           cwd=tmp)
+    assert probe.returncode == 0, probe.stderr[-3000:]
+    line = next(ln for ln in probe.stdout.splitlines() if ln.startswith("PROBE"))
+    return json.loads(line[len("PROBE"):])
+
+
+def test_the_environment_has_no_plain_key_no_grader_and_no_myst_nb(student_env):
+    assert student_env["missing"] == {"chalk.teaching.problems": True, "chalk.teaching.grading": True, "myst_nb": True}
+    assert student_env["expected_attr"] is False
+
+
+@pytest.mark.parametrize("src", edition.problem_sets(), ids=lambda p: p.stem)
+def test_blank_problem_set_says_not_answered_at_every_check(student_env, src):
+    checks = student_env["runs"][f"{src.stem}/blank"]
+    assert set(checks) == set(problem_set(src.stem))
+    for ex_id, text in checks.items():
+        assert text.startswith(f"[unanswered] {ex_id}: set `{ex_id}` to a number"), (ex_id, text)
+
+
+@pytest.mark.parametrize("src", edition.problem_sets(), ids=lambda p: p.stem)
+def test_filled_problem_set_gets_right_and_the_mistakes_hint(student_env, src):
+    checks = student_env["runs"][f"{src.stem}/filled"]
+    for k, ex in enumerate(problem_set(src.stem).values()):
+        text = checks[ex.id]
+        if k % 2 == 0:
+            assert text.startswith(f"[right] {ex.id}:"), (ex.id, text)
+        else:
+            assert text.startswith(f"[wrong] {ex.id}:") and ex.mistakes[0].hint in text, (ex.id, text)
+
+
+def test_every_import_of_the_chapters_resolves(student_env):
+    failed = {line: why for line, why in student_env["imports"].items() if why != "ok"}
+    assert student_env["imports"] and not failed, failed
