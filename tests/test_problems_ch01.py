@@ -100,7 +100,8 @@ INDEPENDENT = {
     # Kimi K2 routing each token to 16 experts: 8 more gated experts in each of its 60 MoE layers.
     "sparsity_k16": (KIMI_TOT / (KIMI_ACT + 8 * 60 * 3 * 7168 * 2048), 1e-3),
     "balance_h100": (R_H100 * KIMI_TOT / KIMI_ACT, 1e-3),
-    "mla_flops_per_byte": (KIMI_F_ATT / KIMI_KV, 1e-6),
+    # FP8 cache (half the BF16 bytes) and two query tokens per cached latent (twice the FLOPs).
+    "mla_flops_per_byte": (2 * KIMI_F_ATT / (KIMI_KV / 2), 1e-6),
     "lstar_h100": (2 * KIMI_ACT / (R_H100 * KIMI_KV - KIMI_F_ATT), 1e-3),
     "balance_kv_h800": (_h800_balance(V3_ACT, V3_TOT), 1e-3),
     "min_batch_compute": (math.ceil(_dense_balance(LLAMA8_PARAMS, LLAMA8_KV, LLAMA8_F, 256, H200_BF16 / H200_BW)), 0.005),
