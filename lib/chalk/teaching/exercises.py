@@ -34,6 +34,8 @@ CHECK_LOG = "CHALK_CHECK_LOG"
 """Environment variable the grader sets: each ``check`` call is appended to that file, so the
 grader grades the value a check cell was given, even when the kernel dies afterwards."""
 CELLS_PER_TOLERANCE = 10
+"""Grid cells per tolerance (in log space): the accepted band's edges sit within half a cell,
+a twentieth of the tolerance, of the stated ones."""
 SEALED_DIR = Path(__file__).resolve().parent / "sealed"
 """Where the student package keeps the sealed keys, ``<chapter>.json``; absent in the repository."""
 
@@ -56,7 +58,10 @@ def cell(answer: float, rel_tol: float) -> str:
 def _centre(name: str, rel_tol: float) -> float:
     if name == "0":
         return 0.0
-    value = math.exp((int(name[1:]) + 0.5) * _step(rel_tol))
+    try:
+        value = math.exp((int(name[1:]) + 0.5) * _step(rel_tol))
+    except OverflowError:  # an answer within a cell of the largest float
+        value = math.inf
     return -value if name[0] == "-" else value
 
 
