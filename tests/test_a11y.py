@@ -179,10 +179,12 @@ def test_flashcards_work_from_the_keyboard(built_site, chromium_browser):
 
 
 def test_explorer_picture_has_words():
-    """The live explorer's picture is titled with what its axes show (ipywidgets' Image has no
-    alt); the base class does it for every chapter, Chapter 7's explorer stands for them."""
-    words = revnets.Explorer().image.tooltip
+    """The live explorer's picture has a hidden caption saying what its axes show (ipywidgets'
+    Image has no alt); the base class does it for every chapter, Chapter 7's explorer stands for them."""
+    explorer = revnets.Explorer()
+    words = explorer.picture_words
     assert alt_problem(words) is None, words
+    assert explorer.caption in explorer.widget().children and html.escape(words) in explorer.caption.value
     assert words.startswith("avalanche matrix: P(output bit flips): input bit flipped against output bit flipped")
 
 

@@ -7,6 +7,7 @@ Each submission's expected status and points follow from how it was built (which
 kept, broken, deleted or forged), never from the grader's own output. Kernels are few: nine in
 the main batch, two cheap ones (no chalk import) in the batch with a short time limit.
 """
+import asyncio
 import csv
 import hashlib
 import json
@@ -431,3 +432,11 @@ def test_bad_invocations_exit_nonzero_with_one_line(tmp_path, capsys, args, mess
     assert grading.main(args) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+
+
+def test_grading_runs_inside_a_running_event_loop():
+    # Instructors call grade() from Jupyter, whose kernel keeps an event loop running in the main thread.
+    async def inside():
+        return grading._run_coroutine(asyncio.sleep(0, result="graded"))
+
+    assert asyncio.run(inside()) == "graded"

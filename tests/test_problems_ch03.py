@@ -40,12 +40,12 @@ INDEPENDENT = {
     "bubble_gpipe": ((6 - 1) / (18 + 6 - 1), 1e-9),
     "bubble_interleaved": ((4 - 1) / (3 * 12 + 4 - 1), 1e-9),
     "min_microbatches": (_scan(12, 2, 0.10, 12), 1e-9),
-    "rack_ratio_jamba": (2 * JAMBA_K * 4 * (7 / 8) / MI355X_RHO, 0.01),
+    "rack_ratio_jamba": (2 * JAMBA_K * 6 * (7 / 8) / MI355X_RHO, 0.01),
     "min_layers_mixtral": (math.ceil(B200_RHO * 8 / (2 * MIXTRAL_K * 7)), 1e-9),
     "inference_latency_ms": (4 * 5.0 + 3 * 2.0, 1e-9),
     "llama_bubble": ((16 - 1) / (LLAMA_SEQS_PER_REPLICA + 16 - 1), 1e-9),
     "step_time_read": ((12 + 5 - 1) * (1 + 2), 1e-9),
-    "weights_per_stage_gb": (LLAMA405_PARAMS * 2 / 8 / 1e9, 0.01),
+    "weights_per_stage_gb": (LLAMA405_PARAMS * 2 / 12 / 1e9, 0.01),
     # Korthikanti et al. 2022: interleaving holds (1 + (P-1)/(P v)) times 1F1B's P micro-batches.
     "peak_interleaved": (4 * (1 + (4 - 1) / (4 * 2)), 1e-9),
 }

@@ -21,7 +21,7 @@ LLAMA405_N, LLAMA405_KV, LLAMA405_D = 405.85e9, 2 * 8 * 128 * 126 * 2, 16384
 LLAMA70_31_KV = LLAMA70_KV                                  # Llama 3.1 70B has Llama 3 70B's shape
 LLAMA2_13B_N = 13.015e9
 DS_N, DS_KV = 671.03e9, (512 + 64) * 61 * 2                 # MLA: latent 512 + RoPE key 64, 61 layers
-H200_HBM, MI300X_HBM, GB300_HBM, H100_HBM = 141e9, 192e9, 288e9, 80e9
+H200_HBM, GB300_HBM, H100_HBM = 141e9, 288e9, 80e9
 H200_BW, GB200_BW, NIC = 4.8e12, 8e12, 50e9
 LPDDR_NVL72 = 17e12                                         # GB300 NVL72: 17 TB of LPDDR5X
 
@@ -54,10 +54,10 @@ INDEPENDENT = {
     "llama_bf16_batch": (math.floor((H100_HBM - 2 * LLAMA405_N / 16) / (8192 * LLAMA405_KV / 8)), 1e-9),
     "zero_stage2_gb": ((2 + (2 + 12) / 64) * LLAMA2_13B_N / 1e9, 0.005),
     "train_chips": (math.ceil(12 * LLAMA405_N / (GB300_HBM * 0.9)), 1e-9),
-    # DeepSeek-V3 in BF16 on 8 MI300X, 512 x 32,768: the cache takes a fixed share; the weights fit
+    # DeepSeek-V3 in BF16 on 8 H200s, 256 x 32,768: the cache takes a fixed share; the weights fit
     # beside it from 2 N / (8 P) <= usable - cache, and the chart's first bar past that is the answer.
     "fits_from_stages": (min(p for p in (1, 2, 3, 4, 6, 8, 12, 16)
-                             if 2 * DS_N / (8 * p) + 512 * 32768 * DS_KV / 8 <= 0.9 * MI300X_HBM), 1e-9),
+                             if 2 * DS_N / (8 * p) + 256 * 32768 * DS_KV / 8 <= 0.9 * H200_HBM), 1e-9),
     "fullest_chip_ratio": (_jamba_fullest(), 0.002),
     "lpddr_sequences": (math.floor(LPDDR_NVL72 / (131072 * LLAMA70_31_KV)), 1e-9),
 }

@@ -56,7 +56,8 @@ PROBE = textwrap.dedent('''\
             if kind == "filled":
                 for cell in nb.cells:
                     for ex_id, value in answers[path.stem].items():
-                        cell.source = cell.source.replace(f"{ex_id} = ...  # your answer", f"{ex_id} = {value!r}")
+                        cell.source = re.sub(rf"^{ex_id} = \\.\\.\\.  # your answer$", f"{ex_id} = {value!r}",
+                                             cell.source, flags=re.M)
             NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
                            resources={"metadata": {"path": str(path.parent)}}).execute()
             found["runs"][f"{path.stem}/{kind}"] = checks(nb)

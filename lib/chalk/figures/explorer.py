@@ -111,6 +111,11 @@ class Number:
         widget.value = value
 
 
+_SCREEN_READER_ONLY = ("position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;"
+                       "clip:rect(0,0,0,0);white-space:nowrap;border:0")
+"""Read aloud, not drawn: the usual visually-hidden pattern, inline because a notebook has no stylesheet of ours."""
+
+
 def error_html(message: str) -> str:
     return f'<b style="color:#b00">{html.escape(message)}</b>'
 
@@ -132,8 +137,9 @@ class Explorer:
         self._check_names(params)
         self.params = {**self.defaults, **params}
         self.figure = self.make_figure()
-        self.image = widgets.Image(format="png", layout=widgets.Layout(width="100%", max_width="960px"),
-                                   tooltip=self._image_words())
+        self.image = widgets.Image(format="png", layout=widgets.Layout(width="100%", max_width="960px"))
+        self.picture_words = self._image_words()
+        self.caption = widgets.HTML(f'<span style="{_SCREEN_READER_ONLY}">{html.escape(self.picture_words or "")}</span>')
         self.text = widgets.HTML()
         self.widgets = {c.name: c.widget() for c in self.controls}
         self._drawn = None
@@ -144,9 +150,10 @@ class Explorer:
         self.update()
 
     def _image_words(self) -> str | None:
-        """What the picture shows, for a screen reader: ipywidgets' Image has no alt text, and its
-        tooltip becomes the <img>'s title, which names an image that has none. The axes come from
-        the figure; the numbers of the view are in the readout just above it."""
+        """What the picture shows, for a screen reader: ipywidgets' Image has no alt text, and a
+        tooltip on it breaks its view in JupyterLab (ipywidgets 8.1), so the words sit in a visually
+        hidden caption beside it. The axes come from the figure; the numbers of the view are in the
+        readout just above it."""
         fig = getattr(self.figure, "fig", None)
         if fig is None:
             return None
@@ -213,7 +220,7 @@ class Explorer:
 
     def widget(self):
         rows = [widgets.HBox([self.widgets[name] for name in row]) for row in self.rows]
-        return widgets.VBox([*rows, self.text, self.image])
+        return widgets.VBox([*rows, self.text, self.image, *([self.caption] if self.picture_words else [])])
 
     def _ipython_display_(self):
         from IPython.display import display

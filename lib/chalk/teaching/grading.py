@@ -21,6 +21,7 @@ fake results changes nothing the grader decides. Code that reads key material is
 """
 import argparse
 import asyncio
+import concurrent.futures
 import json
 import math
 import os
@@ -468,6 +469,20 @@ async def _grade_all(subs: list[Submission], keys: dict, limit: float, workers: 
     return list(await asyncio.gather(*(one(s) for s in subs)))
 
 
+def _run_coroutine(coroutine):
+    """Run ``coroutine`` to completion, also from inside a running event loop.
+
+    Jupyter (where instructors call ``grade``) and Playwright's sync API both keep a loop running
+    in the main thread, where ``asyncio.run`` refuses to start; a private thread has none.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
 def grade(folder, out=None, timeout: float = DEFAULT_TIMEOUT, workers: int = 2, roster=None) -> Batch:
     """Grade every file under ``folder`` into ``out`` (default: a new ``_build/grades/<time>``)."""
     folder = Path(folder)
@@ -487,7 +502,7 @@ def grade(folder, out=None, timeout: float = DEFAULT_TIMEOUT, workers: int = 2, 
     subs, others = plan(folder, chapters, roster_rows)
     with tempfile.TemporaryDirectory(prefix="chalk-package-") as tmp:
         package = write_tree(Path(tmp) / "package")
-        rows = asyncio.run(_grade_all(subs, keys, timeout, workers, package))
+        rows = _run_coroutine(_grade_all(subs, keys, timeout, workers, package))
     present = {r.problem_set for r in rows}
     batch = Batch(rows, {c: k.titles for c, k in keys.items() if isinstance(k, Key) and c in present}, others)
     batch.folder = write(batch, destination)

@@ -37,7 +37,7 @@ from .seal import known_problem_sets
 
 _SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
 _NUMBER = re.compile(r"""
-    (?<![\w.,^\\])(?P<mantissa>(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?![A-DF-Za-df-z]\w*\d)  # not a hash
+    (?<![\w.,^\\])(?![0-9a-f]{16,}\b)(?P<mantissa>(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?![A-DF-Za-df-z]\w*\d)  # not a hash, nor a sealed digest
     (?:[eE](?P<exp>[+-]?\d+))?
     (?:\s*(?:×|\\times|\\cdot)\s*10(?:\^\{?(?P<power>[+−-]?\d+)\}?|(?P<super>[⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+)))?
     (?P<suffix>\s?(?:\\?%|thousand|million|billion|trillion|[KMBT](?![\w-])))?

@@ -33,7 +33,7 @@ ZERO = dict(model="llama-2-13b", recipe="zero-mixed-adam", chips=64, stage=2)
 """``zero_stage2_gb``: model state per GPU under ZeRO stage 2."""
 TRAIN = dict(model="llama-3.1-405b", chip="GB300", recipe="8bit-adam")
 """``train_chips``: the fewest GPUs that hold the model state fully sharded."""
-PLOT = dict(model="deepseek-v3", system="mi300x-8", dtype="bf16", batch=512, context=32768)
+PLOT = dict(model="deepseek-v3", system="hgx-h200", dtype="bf16", batch=256, context=32768)
 """The chart of ``fits_from_stages``, drawn in the problem set by ``memory_capacity.stages_figure``."""
 LAYOUT = dict(model="jamba-v0.1", dtype="bf16", expert_parallel=8, stages=3, batch=32, context=32768)
 """``fullest_chip_ratio``: the placement's fullest chip over the formula."""
