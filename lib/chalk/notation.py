@@ -117,6 +117,9 @@ n_dim = _sym(r"n_\text{dim}")
 n_side = _sym(r"n_\text{side}")
 z_gamma = _sym(r"z_\gamma")
 p_hold = _sym(r"p_\text{hold}")
+M_dom = _sym("M")
+alpha_link = _sym(r"\alpha_\text{link}")
+eta_link = _sym(r"\eta_\text{link}")
 
 TABLE: tuple[Entry, ...] = (
     Entry(B, "batch: sequences in one decode step (one new token each)", "sequences"),
@@ -216,6 +219,10 @@ TABLE: tuple[Entry, ...] = (
     Entry(n_side, "chips along the longest side of a torus", "chips"),
     Entry(z_gamma, "an expert's capacity above its mean load, in standard deviations of that load", "–"),
     Entry(p_hold, "price of holding one byte for one second in a memory or storage tier", "$/(B s)"),
+    Entry(M_dom, "most scale-up domains one token's routed experts may span (node-limited routing; "
+                 "all $E/S$ of them when routing is not limited)", "domains"),
+    Entry(alpha_link, "fixed time of one dispatch or one combine call, whatever bytes it moves", "s"),
+    Entry(eta_link, "share of a link's nominal per-direction rate that an all-to-all achieves", "–"),
 )
 
 
