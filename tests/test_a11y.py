@@ -147,6 +147,8 @@ def test_flashcards_work_from_the_keyboard(built_site, chromium_browser):
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.className") == "chalk-reset"
     page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.className") == "chalk-forget"
+    page.keyboard.press("Tab")
     cards = page.locator(".chalk-card")
     first, second = cards.nth(0), cards.nth(1)
     assert first.evaluate("el => el === document.activeElement"), "Tab from the controls does not reach a card"
@@ -163,12 +165,21 @@ def test_flashcards_work_from_the_keyboard(built_site, chromium_browser):
     page.keyboard.press(" ")
     assert "flipped" not in first.get_attribute("class") and first.get_attribute("aria-pressed") == "false"
     assert page.evaluate("window.scrollY") == scrolled, "Space turned the card and scrolled the page too"
+    # Marking a turned card from the keyboard: its buttons follow it, and focus returns to the card.
+    page.keyboard.press("Enter")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.dataset.mark") == "again"
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.dataset.mark") == "known"
+    page.keyboard.press("Enter")
+    assert "known" in first.get_attribute("class").split() and "flipped" not in first.get_attribute("class")
+    assert first.evaluate("el => el === document.activeElement"), "focus did not return to the marked card"
     page.keyboard.press("Tab")
     assert second.evaluate("el => el === document.activeElement")
     page.keyboard.press("Space")
     assert "flipped" in second.get_attribute("class")
     # The chapter filter, from the keyboard: Shift+Tab back to it, then an arrow key.
-    for _ in range(3):
+    for _ in range(4):
         page.keyboard.press("Shift+Tab")
     assert page.evaluate("document.activeElement.className") == "chalk-filter"
     page.keyboard.press("ArrowDown")

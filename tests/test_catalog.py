@@ -137,3 +137,17 @@ PINNED = [
 def test_chip_figure_matches_its_primary_source(name, computed, published, citation):
     # 0.1%: the sources round to 3-5 significant figures (989.4 x 2 = 1,978.8 prints as 1,979).
     assert computed() == pytest.approx(published, rel=1e-3), citation
+
+
+# Published maximum contexts: Llama 3 model card (8K), Llama 3.1 paper §3.4 (128K = 131,072),
+# Llama 2 paper (4,096), GPT-3 paper (n_ctx 2,048), Mixtral paper (32K = 32,768).
+PUBLISHED_MAX_CONTEXT = {"llama-3-8b": 8192, "llama-3.1-405b": 131072, "llama-2-13b": 4096,
+                         "gpt-3-175b": 2048, "mixtral-8x7b": 32768}
+
+
+def test_every_model_states_its_maximum_context_with_a_source():
+    for name, m in models.catalog_models().items():
+        assert m.max_context and m.max_context > 0, name
+        assert m.max_context_source.startswith("https://"), name
+    for name, tokens in PUBLISHED_MAX_CONTEXT.items():
+        assert models.get(name).max_context == tokens, name

@@ -159,3 +159,10 @@ def test_substituted_formula_reads_term_for_term(capsys):
             numbers = lambda text: re.sub(r"\b\d[\d.]*(e[+-]\d+)?", "x", text)
             symbols = lambda text: re.sub(r"\b(?!Max\b)[A-Za-z_]\w*\b", "x", text)
             assert numbers(symbols(formula)) == numbers(filled), (formula, filled)
+
+
+def test_one_token_is_singular(capsys):
+    cli.main(["serve", "--model", "llama-3.1-8b", "--chip", "H100-SXM", "--batch", "1", "--context", "1", "--prompt", "1"])
+    out = capsys.readouterr().out
+    assert "Prefill pass (1 token per sequence)" in out and "batch 1 x 1 token)" in out
+    assert not re.search(r"\b1 tokens\b", out), out

@@ -139,7 +139,7 @@ def test_markdown_and_math_become_mathjax_html():
 def test_deck_html_has_one_card_per_card(decks):
     page = deck_html(decks)
     n_cards = sum(len(d.cards) for d in decks)
-    assert page.count('class="chalk-card"') == n_cards
+    assert page.count('class="chalk-card"') == n_cards == page.count('data-mark="known"')
     for deck in decks:
         assert f'<option value="{deck.chapter}">' in page
         assert page.count(f'data-chapter="{deck.chapter}"') == 1
@@ -172,4 +172,18 @@ def test_cards_flip_and_filter_in_a_browser(decks, tmp_path):
         assert "flipped" not in card.get_attribute("class")
         page.select_option(".chalk-filter", decks[0].chapter)
         assert page.locator(f'.chalk-chapter[data-chapter="{decks[0].chapter}"]').is_visible()
+        # A turned card offers "known" and "again"; the marks survive a reload and can be forgotten.
+        known = card.locator("xpath=..").locator("button[data-mark=known]")
+        assert not known.is_visible()
+        card.click()
+        known.click()
+        assert "known" in card.get_attribute("class").split() and "flipped" not in card.get_attribute("class")
+        assert page.locator(".chalk-progress").inner_text().startswith("1 known and 0 to see again")
+        page.reload()
+        card = page.locator(".chalk-card").first
+        assert "known" in card.get_attribute("class").split()
+        assert f"({len(decks[0].cards)} cards, 1 known)" in page.locator(".chalk-count").first.inner_text()
+        page.click(".chalk-forget")
+        assert "known" not in card.get_attribute("class").split()
+        assert page.locator(".chalk-progress").inner_text().startswith("0 known")
         browser.close()

@@ -159,3 +159,13 @@ def test_a_folder_that_holds_grades_is_never_reused(tmp_path):
     assert second != first and second.parent == tmp_path
     with pytest.raises(ChalkError, match="is not empty; grades are never overwritten"):
         gradebook.new_folder(first, tmp_path)
+
+
+def test_feedback_prints_dollars_as_dollars_not_maths():
+    # "$2 per hour ... $0.50" between two dollars is inline maths in JupyterLab and most Markdown viewers.
+    r = Row("kim.ipynb", "ok", "07_demo", {}, points=dict(POINTS),
+            results={"a": Result("a", WRONG, "1 ($ per million tokens) is not within 2%: at $2 per hour", 1.0)})
+    text = gradebook.feedback(r, TITLES["07_demo"])
+    line = next(ln for ln in text.splitlines() if "`a`" in ln)
+    assert r"(\$ per million tokens)" in line and r"at \$2 per hour" in line
+    assert "$" not in line.replace("\\$", "")

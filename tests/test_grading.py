@@ -18,6 +18,7 @@ import pytest
 from nbclient import NotebookClient
 
 import chalk.teaching.exercises
+from chalk.teaching.exercises import markdown_literal
 from chalk.errors import ChalkError
 from chalk.teaching import grading, leaks
 from chalk.teaching.edition import student_problem_set
@@ -286,13 +287,13 @@ def test_feedback_shows_value_unit_tolerance_and_hint_never_the_key(main_batch):
     assert f"0 of {TOTAL:g} points" in text
     for ex_id, ex in EXERCISES.items():
         line = next(ln for ln in text.splitlines() if f"`{ex_id}` ({TITLES[ex_id]})" in ln)
-        assert line.startswith("| wrong |") and ex.mistakes[0].hint.replace("|", "/") in line, line
-        assert f"({ex.unit}) is not {ex.tolerance_text()} of the answer".replace("|", "/") in line, line
+        assert line.startswith("| wrong |") and markdown_literal(ex.mistakes[0].hint).replace("|", "/") in line, line
+        assert markdown_literal(f"({ex.unit}) is not {ex.tolerance_text()} of the answer").replace("|", "/") in line, line
     found = [a for a in leaks.answers([CHAPTER]) if a.searchable]
     assert not leaks.find(text, found, "dan's feedback")  # the answers are not given away
     bob = feedback_of(main_batch, f"bob/jonesbob_1002_5001_{CHAPTER}.ipynb")
     wrong = next(ln for ln in bob.splitlines() if f"`{HALF[0]}`" in ln)
-    assert "-1 (" in wrong and "is not within" in wrong and EXERCISES[HALF[0]].hint.replace("|", "/") in wrong
+    assert "-1 (" in wrong and "is not within" in wrong and markdown_literal(EXERCISES[HALF[0]].hint).replace("|", "/") in wrong
     assert "not answered: not answered" not in bob and "wrong: not quite" not in bob and "cell 3" not in bob
 
 

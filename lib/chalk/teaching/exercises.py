@@ -158,6 +158,12 @@ def answer_text(x: float) -> str:
     return f"{x:,.6g}" if 1e-4 <= abs(x) < 1e15 else f"{x:.6g}"
 
 
+def markdown_literal(text: str) -> str:
+    """``text`` shown as written in Markdown: "$" would open inline maths in JupyterLab and on
+    most Markdown viewers an instructor hands feedback out with; "\\$" is a literal dollar there."""
+    return text.replace("$", "\\$")
+
+
 @dataclass(frozen=True)
 class Result:
     id: str
@@ -169,8 +175,7 @@ class Result:
     def _repr_markdown_(self) -> str:
         # Dingbats that common text fonts carry, so no emoji font is needed to show them.
         icon = {RIGHT: "✔", WRONG: "✘", UNANSWERED: "✎"}[self.status]
-        # "$" would open inline maths in JupyterLab's Markdown; "\$" is a literal dollar there.
-        return f"{icon} **{STATUS_WORD[self.status]}** · `{self.id}`: {self.message.replace('$', chr(92) + '$')}"
+        return f"{icon} **{STATUS_WORD[self.status]}** · `{self.id}`: {markdown_literal(self.message)}"
 
     def __repr__(self) -> str:
         return f"[{self.status}] {self.id}: {self.message}"

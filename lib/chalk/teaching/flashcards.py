@@ -225,6 +225,15 @@ _CSS = """
 .chalk-figure { display: block; max-width: 100%; margin: 0.3em auto; }
 .chalk-tags { margin-top: 0.3em; }
 .chalk-tag { font-size: 0.7em; color: #474747; background: #eee; border-radius: 3px; padding: 0 0.4em; margin-right: 0.3em; }
+.chalk-slot { display: flex; flex-direction: column; }
+.chalk-slot .chalk-card { flex: 1; }
+.chalk-marks { display: none; gap: 0.5em; margin-top: 0.3em; }
+.chalk-slot.open .chalk-marks { display: flex; }
+.chalk-marks button { flex: 1; }
+.chalk-card.known { border-left: 6px solid #009E73; }
+.chalk-card.again { border-left: 6px dashed #D55E00; }
+.chalk-state { font-size: 0.72em; color: #474747; margin-left: 0.5em; }
+.chalk-progress { color: #474747; }
 """
 
 # Scoped to its own deck via currentScript, so two decks on one page do not interfere.
@@ -232,8 +241,9 @@ _JS = """
 (function () {
   var deck = document.currentScript.parentElement;
   function flip(card) {
-    card.classList.toggle("flipped");
-    card.setAttribute("aria-pressed", card.classList.contains("flipped"));
+    var open = card.classList.toggle("flipped");
+    card.setAttribute("aria-pressed", open);
+    card.parentElement.classList.toggle("open", open);  // the Again / Known buttons of a turned card
   }
   deck.addEventListener("click", function (e) {
     var card = e.target.closest(".chalk-card");
@@ -257,6 +267,39 @@ _JS = """
   deck.querySelector(".chalk-reset").addEventListener("click", function () {
     deck.querySelectorAll(".chalk-card.flipped").forEach(flip);
   });
+  // What the reader marked, kept in this browser: {card id: "known" | "again"}. Storage can be
+  // refused (private windows, some file:// pages); the marks then last as long as the page.
+  var KEY = "chalk-flashcards-v1", marks = {};
+  try { marks = JSON.parse(localStorage.getItem(KEY) || "{}") || {}; } catch (err) { marks = {}; }
+  function save() { try { localStorage.setItem(KEY, JSON.stringify(marks)); } catch (err) {} }
+  var progress = deck.querySelector(".chalk-progress");
+  function show() {
+    var known = 0, again = 0, total = 0;
+    deck.querySelectorAll(".chalk-card").forEach(function (card) {
+      var mark = marks[card.dataset.cardId];
+      total += 1; known += mark === "known"; again += mark === "again";
+      card.classList.toggle("known", mark === "known");
+      card.classList.toggle("again", mark === "again");
+      card.querySelector(".chalk-state").textContent = mark === "known" ? "· known" : mark === "again" ? "· see again" : "";
+    });
+    deck.querySelectorAll(".chalk-chapter").forEach(function (s) {
+      var n = s.querySelectorAll(".chalk-card.known").length;
+      s.querySelector(".chalk-known").textContent = n ? ", " + n + " known" : "";
+    });
+    progress.textContent = known + " known and " + again + " to see again, of " + total +
+      " cards (kept in this browser)";
+  }
+  deck.addEventListener("click", function (e) {
+    var button = e.target.closest(".chalk-marks button");
+    if (!button) return;
+    var card = button.closest(".chalk-slot").querySelector(".chalk-card");
+    marks[card.dataset.cardId] = button.dataset.mark;
+    save(); flip(card); card.focus(); show();
+  });
+  deck.querySelector(".chalk-forget").addEventListener("click", function () {
+    marks = {}; save(); show();
+  });
+  show();
 })();
 """
 
@@ -273,16 +316,20 @@ def _face(card: Card, side: str) -> str:
 
 def _card_element(card: Card) -> str:
     tags = " ".join(f'<span class="chalk-tag">{html.escape(t)}</span>' for t in card.tags)
-    return (f'<div class="chalk-card" id="card-{card.id}" data-card-id="{card.id}" tabindex="0" '
-            f'role="button" aria-pressed="false">{_face(card, "front")}{_face(card, "back")}'
-            f'<div class="chalk-tags">{tags}</div></div>')
+    # The mark buttons sit beside the card, not in it: a button inside a role="button" is not reachable.
+    return (f'<div class="chalk-slot"><div class="chalk-card" id="card-{card.id}" data-card-id="{card.id}" '
+            f'tabindex="0" role="button" aria-pressed="false">{_face(card, "front")}{_face(card, "back")}'
+            f'<div class="chalk-tags">{tags}<span class="chalk-state"></span></div></div>'
+            f'<div class="chalk-marks"><button type="button" data-mark="again">again</button>'
+            f'<button type="button" data-mark="known">known</button></div></div>')
 
 
 def deck_html(decks) -> str:
     """Flip cards for ``decks`` as one self-contained HTML block (inline CSS and JS, no kernel).
 
     Cards are grouped by chapter under a chapter filter; clicking a card (or Enter/Space on it)
-    toggles the class ``flipped``. Math is left for the page's MathJax to typeset.
+    toggles the class ``flipped``, and a turned card offers "again" and "known": the marks and
+    their counts are kept in the browser's localStorage. Math is left for the page's MathJax to typeset.
     """
     decks = tuple(decks)
     if not decks:
@@ -291,12 +338,14 @@ def deck_html(decks) -> str:
     sections = "".join(
         f'<section class="chalk-chapter" id="deck-{d.chapter}" data-chapter="{d.chapter}">'
         f'<p class="chalk-chapter-title">{html.escape(d.title)} '
-        f'<span class="chalk-count">({len(d.cards)} cards)</span></p>'
+        f'<span class="chalk-count">({len(d.cards)} cards<span class="chalk-known"></span>)</span></p>'
         f'<div class="chalk-grid">{"".join(_card_element(c) for c in d.cards)}</div></section>'
         for d in decks)
     return (f'<div class="chalk-deck mathjax_process"><style>{_CSS}</style>'
             f'<div class="chalk-controls"><label>Chapter <select class="chalk-filter">'
             f'<option value="">all chapters</option>{options}</select></label> '
-            f'<button type="button" class="chalk-reset">show all questions</button></div>'
+            f'<button type="button" class="chalk-reset">show all questions</button> '
+            f'<button type="button" class="chalk-forget">forget my marks</button> '
+            f'<span class="chalk-progress" aria-live="polite"></span></div>'
             f'{sections}<script>{_JS}</script></div>')
 

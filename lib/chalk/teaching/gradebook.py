@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..errors import ChalkError
-from .exercises import RIGHT, STATUS_WORD, Result
+from .exercises import RIGHT, STATUS_WORD, Result, markdown_literal
 
 ROSTER_FIELDS = ("student", "id", "sis_user_id", "sis_login_id", "section", "email")
 """What a roster says of a student; ``id`` is the LMS's user id (Canvas's, in its file names)."""
@@ -210,13 +210,13 @@ def feedback(row: Row, titles: dict) -> str:
     lines += ["", "| status | exercise | points | what the check said |", "|---|---|---|---|"]
     for ex_id, r in row.results.items():
         earned = row.points[ex_id] if r.status == RIGHT else 0
-        title = titles.get(ex_id, "")
+        title = markdown_literal(titles.get(ex_id, ""))
         name = f"`{ex_id}`" + (f" ({title})" if title else "")
         lines.append(f"| {STATUS_WORD[r.status]} | {name} | {_number(earned)} of {_number(row.points[ex_id])} "
-                     f"| {r.message.replace('|', '/')} |")
+                     f"| {markdown_literal(r.message).replace('|', '/')} |")
     for w in row.written:
         if "points" in w:
-            comment = f": {w['comment']}" if w.get("comment") else ""
+            comment = f": {markdown_literal(w['comment'])}" if w.get("comment") else ""
             lines.append(f"| marked | `{w['exercise']}` (written) | {_number(w['points'])} of "
                          f"{_number(w['max_points'])} | {comment.lstrip(': ') or 'marked by hand'} |")
     return "\n".join(lines + [""])
