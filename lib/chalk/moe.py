@@ -9,8 +9,16 @@ capacity factor trades for it, how much of a torus's links an all-to-all can use
 scale-up domain grew (Hopper's 8 GPUs to the announced Rubin Ultra NVL576), with the published
 DeepSeek-V3 deployments to check against.
 
+The bytes are counted two ways. Flat: every expert choice travels on its own, as DeepEP's
+low-latency (decode) kernels send it. Deduplicated: a token travels once to each chip of its own
+domain that holds one of its experts and once to each other domain, where one chip forwards it over
+the scale-up links, as DeepEP's normal (prefill and training) kernels send it; with node-limited
+routing a token reaches at most M domains.
+
 Link rates are per chip and per direction (``chalk.hardware``): in an all-to-all every chip sends
-and receives at once, so its transfer time is the bytes it sends over its one-way bandwidth.
+and receives at once, so its transfer time is the bytes it sends over its one-way bandwidth. The
+nominal model stops there; the measured one (``MEASURED``) adds a fixed cost per call and the share
+of the rate real kernels reach, both from DeepSeek's published measurements.
 """
 import math
 from dataclasses import dataclass
@@ -21,10 +29,10 @@ import numpy as np
 import sympy as sp
 
 from . import catalog
-from .catalog import hardware, models, systems
+from .catalog import hardware, layouts, memory_data, models, systems
 from .errors import ChalkError, in_range, lookup, non_negative, positive, positive_int
-from .notation import (C, E, F, S, W, W_out, W_up, b_act, b_w, d_ff, d_model, gamma, k, n_dim, n_exp,
-                       n_red, n_sh, n_side, n_step, z_E, z_gamma)
+from .notation import (C, E, F, M_dom, S, W, W_out, W_up, alpha_link, b_act, b_w, d_ff, d_model, eta_link,
+                       gamma, k, n_dim, n_exp, n_red, n_sh, n_side, n_step, z_E, z_gamma)
 from .roofline import HEADROOM, Replica
 
 n_mat = models.n_mat
@@ -45,11 +53,46 @@ alltoall_bytes_expr = 2 * (n_step / E) * k * d_model * b_act * (1 - 1 / E)
 (dispatch + combine), except the 1/E of choices whose expert is on the chip itself."""
 
 scale_out_bytes = 2 * (n_step / E) * k * d_model * b_act * crossing_fraction
-"""The part of those bytes that leaves the sender's domain: the crossing share of its choices.
-Uniform routing; DeepSeek's node-limited routing, which sends a token once per node and fans it
-out over NVLink, would cut this and is not modelled."""
+"""The part of those bytes that leaves the sender's domain: the crossing share of its choices,
+each sent on its own (flat, as DeepEP's low-latency kernels do)."""
 scale_up_bytes = sp.factor(alltoall_bytes_expr - scale_out_bytes)
 """The rest, bound for the S - 1 other chips of the sender's own domain."""
+
+# Deduplicated: each token once per chip and once per domain. Uniform routing with node-limited
+# routing's shape: a token's experts lie in min(M, E/S) domains drawn at random, its k picks drawn
+# without replacement from their experts. A set of x of those experts is missed by all k picks with
+# probability C(pool - x, k) / C(pool, k).
+domains_in_reach = sp.Min(M_dom, E / S)
+"""Domains a token's experts may lie in: M with node-limited routing, all E/S without."""
+_pool = domains_in_reach * n_exp * S / E
+
+
+def _missed(x):
+    return sp.binomial(_pool - x, k) / sp.binomial(_pool, k)
+
+
+chips_reached_expr = domains_in_reach * S * (1 - _missed(n_exp / E))
+"""Expected distinct chips holding one of a token's k experts (n_exp/E experts on each)."""
+domains_reached_expr = domains_in_reach * (1 - _missed(n_exp * S / E))
+"""Expected distinct domains holding one of them (n_exp S/E experts in each)."""
+
+scale_out_bytes_dedup = 2 * (n_step / E) * d_model * b_act * domains_reached_expr * (1 - S / E)
+"""Bytes one chip sends to other domains when a token crosses once per domain it needs (and one
+reduced result comes back): the domains reached, less the sender's own, which is among them with
+probability domains_reached/(E/S) by symmetry."""
+scale_up_bytes_dedup = 2 * (n_step / E) * d_model * b_act * chips_reached_expr * (1 - 1 / S)
+"""Bytes one chip sends over scale-up: one copy per chip reached, except the one chip of each
+domain that needs none (the sender in its own domain, the chip the network delivers to in the
+others), which is reached with the same probability as the rest. Averaged over chips, the copies a
+chip forwards for other domains' tokens count as its own."""
+
+t_up_expr = scale_up_bytes / (eta_link * W_up)
+"""Seconds to send the flat scale-up bytes at a share eta_link of the per-direction rate."""
+t_out_expr = scale_out_bytes / (eta_link * W_out)
+t_up_dedup_expr = scale_up_bytes_dedup / (eta_link * W_up)
+t_out_dedup_expr = scale_out_bytes_dedup / (eta_link * W_out)
+alltoall_fixed_expr = 2 * alpha_link
+"""The fixed part of one layer's all-to-all: one dispatch call and one combine call."""
 
 t_alltoall_up = alltoall_bytes_expr / W_up
 """Seconds for the whole all-to-all inside one domain (E = S), at the per-direction scale-up rate."""
@@ -70,8 +113,15 @@ HBM together: the expected share experts_touched/n_exp of its experts (all of th
 few times n_exp/k). Redundant copies are counted like experts."""
 
 comm_to_compute = sp.simplify(t_alltoall_up / t_expert_compute)
-"""All-to-all time over expert matmul time. The token count cancels: whether the all-to-all hides
-behind the matmuls depends on the link, the chip and the expert's width, not on the batch."""
+"""All-to-all time over expert matmul time. The token count cancels, but only against the
+matmuls: the all-to-all hides behind the larger of the matmuls and the weight reads
+(``LayerTimes.hidden``), and below ``compute_bound_tokens`` the weight reads are the larger, so
+there the batch decides."""
+
+t_expert_weights_all = E * experts_per_chip_expr * n_mat * d_model * d_ff * b_w / W
+"""Reading every expert copy's weights once: ``t_expert_weights`` once every expert is touched."""
+compute_bound_tokens = sp.solve(sp.Eq(t_expert_compute, t_expert_weights_all), n_step)[0]
+"""The step n_step at which the expert matmuls take as long as reading every expert's weights."""
 
 imbalance_expr = 1 + z_E * sp.sqrt(E * (n_exp - k) / ((n_exp - 1) * n_step * k))
 """Busiest chip's routed load over the mean chip's, normal approximation (derived in
@@ -99,17 +149,31 @@ wraparound (even sides): messages travel n_side/4 hops on average along the long
 links, 2 per chip per dimension, are shared by every message crossing them. A switched domain
 (NVLink) has share 1."""
 
-_ARGS = (n_step, E, S, k, n_sh, n_exp, n_red, d_model, d_ff, n_mat, b_act, b_w, F, W, W_up, W_out)
-_max_ceiling = [{"ceiling": np.ceil}, "numpy"]
-numeric = {name: sp.lambdify(_ARGS, expr, modules=_max_ceiling) for name, expr in {
+def _binomial(a, count):
+    """C(a, count) for a whole ``count`` and any real ``a`` (an array): the falling factorial over
+    count!, with a factor below zero read as zero so that fewer than ``count`` experts give 0."""
+    out = np.ones_like(np.asarray(a, float))
+    for i in range(int(np.max(count))):
+        out = out * np.maximum(np.asarray(a, float) - i, 0) / (i + 1)
+    return out
+
+
+_ARGS = (n_step, E, S, k, n_sh, n_exp, n_red, d_model, d_ff, n_mat, b_act, b_w, F, W, W_up, W_out,
+         M_dom, eta_link)
+_modules = [{"ceiling": np.ceil, "binomial": _binomial}, "numpy"]
+numeric = {name: sp.lambdify(_ARGS, expr, modules=_modules) for name, expr in {
     "alltoall_bytes": alltoall_bytes_expr, "scale_up_bytes": scale_up_bytes,
     "scale_out_bytes": scale_out_bytes, "t_alltoall_up": t_alltoall_up,
     "t_alltoall_out": t_alltoall_out, "t_expert_compute": t_expert_compute,
     "t_expert_weights": t_expert_weights, "comm_to_compute": comm_to_compute,
-    "experts_touched": experts_touched_expr}.items()}
+    "experts_touched": experts_touched_expr, "scale_up_bytes_dedup": scale_up_bytes_dedup,
+    "scale_out_bytes_dedup": scale_out_bytes_dedup, "chips_reached": chips_reached_expr,
+    "domains_reached": domains_reached_expr, "t_up": t_up_expr, "t_out": t_out_expr,
+    "t_up_dedup": t_up_dedup_expr, "t_out_dedup": t_out_dedup_expr,
+    "compute_bound_tokens": compute_bound_tokens}.items()}
 """Vectorised NumPy versions, all taking the arguments in ``_ARGS`` order (see ``_values``)."""
 _imbalance = sp.lambdify((n_step, E, k, n_exp, z_E), imbalance_expr, "numpy")
-_experts_per_chip = sp.lambdify((n_exp, n_red, E), experts_per_chip_expr, modules=_max_ceiling)
+_experts_per_chip = sp.lambdify((n_exp, n_red, E), experts_per_chip_expr, modules=_modules)
 _dropped = sp.lambdify((n_step, k, n_exp, gamma), dropped_fraction_expr,
                        modules=[{"erfc": np.vectorize(math.erfc, otypes=[float])}, "numpy"])
 _torus_share = sp.lambdify((n_dim, n_side), torus_alltoall_share)
@@ -149,16 +213,18 @@ def _redundant(redundant) -> int:
 
 
 def _values(model: models.Model, chips, *, tokens=1, domain=None, redundant=0, bytes_per_element=2,
-            dtype="bf16", chip: hardware.Chip | None = None) -> tuple:
-    """The arguments of ``numeric`` for a model on ``chips`` chips of ``chip``."""
+            dtype="bf16", chip: hardware.Chip | None = None, max_domains=None, eta=1.0) -> tuple:
+    """The arguments of ``numeric`` for a model on ``chips`` chips of ``chip``, in domains of
+    ``domain`` chips (all of them by default), a token reaching at most ``max_domains`` of them."""
     moe = model.moe
     flops = chips * chip.flops(dtype) if chip else np.nan
     hbm = chips * chip.hbm_bandwidth if chip else np.nan
-    return (tokens, chips, domain or chips, moe["experts_per_token"], moe.get("n_shared_experts", 0),
+    domain = domain or chips
+    return (tokens, chips, domain, moe["experts_per_token"], moe.get("n_shared_experts", 0),
             moe["n_routed_experts"], redundant, model.d_model, moe["d_ff_expert"],
             3 if model.ffn_gated else 2, bytes_per_element, hardware.bytes_per_weight(dtype),
             flops, hbm, chip.scale_up_bandwidth if chip else np.nan,
-            chip.scale_out_bandwidth if chip else np.nan)
+            chip.scale_out_bandwidth if chip else np.nan, max_domains or chips / domain, eta)
 
 
 def _scalar(x):
@@ -305,6 +371,79 @@ def alltoall_time(model, system, tokens, bytes_per_element=2, link="scale-up"):
     return _scalar(numeric["t_alltoall_up" if name == "scale-up" else "t_alltoall_out"](*args))
 
 
+def reach(model, chips, domain=None, max_domains=None) -> tuple[float, float]:
+    """(chips, domains) one token's k experts lie on, expected under uniform routing, when the
+    model's routed experts are split evenly over ``chips`` chips in domains of ``domain`` (all of
+    them by default) and a token's experts lie in at most ``max_domains`` domains (node-limited
+    routing; unlimited by default)."""
+    model = _moe_model(model)
+    chips = positive_int("chips", chips)
+    domain = chips if domain is None else positive_int("domain", domain)
+    if chips % domain:
+        raise ChalkError(f"domain must divide chips ({chips}) evenly, got {domain}")
+    if max_domains is not None:
+        positive_int("max_domains", max_domains)
+    args = _values(model, chips, domain=domain, max_domains=max_domains)
+    return float(numeric["chips_reached"](*args)), float(numeric["domains_reached"](*args))
+
+
+@dataclass(frozen=True)
+class Links:
+    """How the all-to-all's seconds are counted: each dispatch and each combine call costs a fixed
+    ``alpha`` plus its bytes over ``eta_up`` (``eta_out``) times the chip's nominal per-direction
+    scale-up (scale-out) rate."""
+    name: str
+    alpha: float
+    """seconds per call, whatever its bytes"""
+    eta_up: float
+    eta_out: float
+    source: str = ""
+
+
+NOMINAL = Links("nominal", 0.0, 1.0, 1.0, "bandwidth only, at the links' nominal rates")
+
+DEEPEP = memory_data.latency("deepep-low-latency")
+DEEPEP_MIN_EP = 64
+"""The fit below uses DeepEP's timings from this expert-parallel degree up: 8 nodes and more, where
+its bandwidth column has levelled off at about the network card's rate (below, part of a rank's
+traffic stays inside its node)."""
+
+
+def deepep_fit(min_ep: int = DEEPEP_MIN_EP) -> tuple[float, float]:
+    """(alpha in seconds, rate in bytes/s): the straight line t = alpha + bytes/rate through
+    DeepEP's low-latency dispatch and combine timings at expert-parallel degrees >= ``min_ep``.
+
+    A dispatch carries the FP8 activations and their scales, a combine the BF16 results, of every
+    (token, expert) choice, as DeepEP counts its bytes; their different sizes at the same degree
+    separate the fixed cost from the rate."""
+    ep = DEEPEP
+    if min_ep not in ep["ep"]:
+        raise ChalkError(f"min_ep must be one of DeepEP's degrees {', '.join(map(str, ep['ep']))}, got {min_ep!r}")
+    choices = ep["tokens"] * ep["experts_per_token"] * ep["hidden"]
+    dispatch = choices * (ep["dispatch_bytes_per_element"] + ep["dispatch_scale_bytes_per_128"] / 128)
+    combine = choices * ep["combine_bytes_per_element"]
+    points = [(b, 1e-6 * t) for i, degree in enumerate(ep["ep"]) if degree >= min_ep
+              for b, t in ((dispatch, ep["dispatch_us"][i]), (combine, ep["combine_us"][i]))]
+    slope, intercept = np.polyfit(*zip(*points), 1)
+    return float(intercept), float(1 / slope)
+
+
+def _measured() -> Links:
+    """Fixed cost and network share from DeepEP (H800, 400 Gb/s ConnectX-7); NVLink's share from
+    the DeepSeek-V3 report's achievable 160 GB/s on the same H800s."""
+    alpha, rate = deepep_fit()
+    h800, v3 = hardware.get("H800"), layouts.get("deepseek-v3")
+    return Links("measured", alpha, 1e9 * v3["nvlink_GBps"] / h800.scale_up_bandwidth,
+                 rate / h800.scale_out_bandwidth,
+                 f"DeepEP low-latency timings ({DEEPEP['source']}) and DeepSeek-V3 report ({v3['source']})")
+
+
+MEASURED = _measured()
+"""DeepSeek's kernels on H800s: about 15 µs per call and 88% of the network card's rate (DeepEP),
+80% of NVLink's nominal rate (the V3 report). Applied to other chips as the shares they are."""
+LINK_MODELS = {"nominal": NOMINAL, "measured": MEASURED}
+
+
 @dataclass(frozen=True)
 class LayerTimes:
     """One MoE layer on an expert-parallel group: the all-to-all against the expert work it must
@@ -317,11 +456,14 @@ class LayerTimes:
     """expert matmuls (routed and shared)"""
     weights: float
     """reading the chip's expert weights from HBM"""
+    fixed: float = 0.0
+    """the fixed cost of the dispatch and combine calls (0 in the nominal model)"""
 
     @property
     def communication(self) -> float:
-        """Both links run at once, so the slower one sets the all-to-all time."""
-        return max(self.scale_up, self.scale_out)
+        """Both links run at once, so the slower one sets the all-to-all time, after the calls'
+        fixed cost."""
+        return self.fixed + max(self.scale_up, self.scale_out)
 
     @property
     def work(self) -> float:
@@ -330,29 +472,63 @@ class LayerTimes:
 
     @property
     def hidden(self) -> bool:
-        """True when the all-to-all can overlap entirely with the expert work."""
+        """True when the all-to-all can overlap entirely with the expert work (attention, which
+        DeepSeek's two micro-batches also hide it behind, not counted)."""
         return self.communication <= self.work
 
 
+def _links(links) -> Links:
+    if isinstance(links, Links):
+        return links
+    return lookup("link model", links, LINK_MODELS, param="links", plural="link models")
+
+
 def layer_times(model, system, tokens, dtype="bf16", domains=1, bytes_per_element=2, redundant=0,
-                chips=None) -> LayerTimes:
+                chips=None, dedup=False, max_domains=None, links="nominal") -> LayerTimes:
     """The all-to-all and expert times of one MoE layer when its experts span ``domains`` copies of
     ``system`` (2 = two racks, about half of the tokens crossing the slow network), using ``chips``
-    chips of each copy (all by default; the lecture puts DeepSeek-V3 on 64 of an NVL72's 72)."""
+    chips of each copy (all by default; the lecture puts DeepSeek-V3 on 64 of an NVL72's 72).
+
+    ``dedup`` sends a token once per chip and once per domain instead of once per expert choice,
+    a token's experts lying in at most ``max_domains`` domains (node-limited routing; DeepSeek-V3
+    uses 4); ``links`` is ``"nominal"`` (bandwidth only), ``"measured"`` or a ``Links``."""
     model = _moe_model(model)
     sys_ = _system(system)
     domains = positive_int("domains", domains)
     chips = _chips(sys_, chips)
     positive("tokens", tokens)
     positive("bytes_per_element", bytes_per_element)
+    if not isinstance(dedup, bool):
+        raise ChalkError(f"dedup must be True or False, got {dedup!r}")
+    if max_domains is not None:
+        positive_int("max_domains", max_domains)
+        if not dedup:
+            raise ChalkError("max_domains needs dedup=True: sending every choice on its own, a token "
+                             "crosses as often whatever domains its experts lie in")
+    lk = _links(links)
     args = _values(model, chips * domains, tokens=float(tokens), domain=chips,
                    redundant=_redundant(redundant), bytes_per_element=bytes_per_element, dtype=dtype,
-                   chip=sys_.chip)
-    f = {name: float(numeric[name](*args)) for name in ("scale_up_bytes", "scale_out_bytes",
-                                                         "t_expert_compute", "t_expert_weights")}
-    return LayerTimes(f["scale_up_bytes"] / sys_.chip.scale_up_bandwidth,
-                      f["scale_out_bytes"] / sys_.chip.scale_out_bandwidth,
-                      f["t_expert_compute"], f["t_expert_weights"])
+                   chip=sys_.chip, max_domains=max_domains)
+    suffix = "_dedup" if dedup else ""
+
+    def seconds(name, eta):
+        return float(numeric[name + suffix](*args[:-1], eta))
+
+    up, out = seconds("t_up", lk.eta_up), seconds("t_out", lk.eta_out)
+    fixed = float(alltoall_fixed_expr.subs(alpha_link, lk.alpha)) if chips * domains > 1 else 0.0
+    return LayerTimes(up, out, float(numeric["t_expert_compute"](*args)),
+                      float(numeric["t_expert_weights"](*args)), fixed)
+
+
+def compute_bound_step(model, system, dtype="bf16", chips=None, redundant=0) -> float:
+    """Tokens per step above which one MoE layer's expert matmuls outlast the reads of all its
+    expert weights on ``chips`` chips of ``system`` (``compute_bound_tokens``): only above it does
+    the batch cancel out of whether the all-to-all hides."""
+    model = _moe_model(model)
+    sys_ = _system(system)
+    chips = _chips(sys_, chips)
+    args = _values(model, chips, redundant=_redundant(redundant), dtype=dtype, chip=sys_.chip)
+    return float(numeric["compute_bound_tokens"](*args))
 
 
 # --- routing and load balance -------------------------------------------------------------------
@@ -481,7 +657,16 @@ def _route(rng, log_pop: np.ndarray, tokens: int, k_: int) -> np.ndarray:
     return counts
 
 
-def simulate_routing(model, chips, tokens, redundant=0, skew=0.0, trials=16, seed=0) -> Routing:
+def _drifted(rng, log_pop: np.ndarray, drift: float) -> np.ndarray:
+    """The popularities after a share ``drift`` of the experts, chosen at random, trade their
+    popularities among themselves at random: what the balancer's statistics no longer know."""
+    moved = rng.choice(len(log_pop), size=round(drift * len(log_pop)), replace=False)
+    out = log_pop.copy()
+    out[moved] = log_pop[rng.permutation(moved)]
+    return out
+
+
+def simulate_routing(model, chips, tokens, redundant=0, skew=0.0, trials=16, seed=0, drift=0.0) -> Routing:
     """Route ``tokens`` tokens, each to k distinct experts of the model's n_exp, over ``chips``.
 
     Each token draws its k experts without replacement with probabilities ``_popularity(skew)``
@@ -489,17 +674,22 @@ def simulate_routing(model, chips, tokens, redundant=0, skew=0.0, trials=16, see
     placed from the loads of one earlier calibration step, as DeepSeek's balancer works from recent
     statistics: the ``redundant`` extra copies go to the busiest experts, a token routed to an expert
     with copies picks one at random, and copies go to chips by observed load (``_place``). Uniform
-    routing without copies spreads the experts evenly, n_exp/E per chip."""
+    routing without copies spreads the experts evenly, n_exp/E per chip. With ``drift`` > 0 the
+    steps measured route by a popularity that has moved since the calibration step (``_drifted``):
+    0 keeps it, 1 reshuffles every expert's."""
     model = _moe_model(model)
     chips = positive_int("chips", chips)
     tokens = positive_int("tokens", tokens)
     redundant = _redundant(redundant)
     trials = positive_int("trials", trials)
     in_range("skew", skew, 0, 4)
+    in_range("drift", drift, 0, 1)
     n, kk = model.moe["n_routed_experts"], model.moe["experts_per_token"]
     log_pop = np.log(_popularity(n, skew))
     rng = np.random.default_rng(seed)
     load = _route(rng, log_pop, tokens, kk).astype(float) if (skew or redundant) else np.ones(n)
+    if drift:
+        log_pop = _drifted(rng, log_pop, drift)
     copies_of = np.ones(n, int)
     for extra in range(redundant):
         copies_of[np.argsort(-load, kind="stable")[extra % n]] += 1

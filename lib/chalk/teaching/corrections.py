@@ -194,19 +194,31 @@ def _transcript_slips() -> str:
 
 def _scale_up_out() -> str:
     from .. import moe
+    from ..catalog import layouts
     ratios = {s.name: s.scale_up_to_out for s in systems.catalog_systems().values()}
     (low_name, low), (high_name, high) = _extremes(ratios)
     nvl72 = systems.get("gb200-nvl72")
+    v3 = layouts.get("deepseek-v3")
     tokens, chips = 4096, 64
-    one = moe.layer_times("deepseek-v3", nvl72, tokens, "fp8", chips=chips).communication
-    two = moe.layer_times("deepseek-v3", nvl72, 2 * tokens, "fp8", domains=2, chips=chips).communication
+
+    def slowdown(dedup):
+        one = moe.layer_times("deepseek-v3", nvl72, tokens, "fp8", chips=chips, dedup=dedup).communication
+        two = moe.layer_times("deepseek-v3", nvl72, 2 * tokens, "fp8", domains=2, chips=chips, dedup=dedup)
+        return two.communication / one
+
     return (f"Scale-up over scale-out bandwidth per chip, both counted per direction, from the catalog: "
             f"{nvl72.scale_up_to_out:.0f}× on a {nvl72.display}, and from {low:.0f}× (`{low_name}`) to "
-            f"{high:.0f}× (`{high_name}`) across the catalog's systems. Vendors print NVLink both ways and "
-            "network cards one way, which is how a ratio comes out twice too large. Spread over two racks, "
-            f"half of a chip's expert traffic crosses the slower link: with {chips} GPUs of each rack holding "
-            f"DeepSeek-V3's experts and each rack keeping its own batch, the all-to-all takes {two / one:.1f} "
-            "times as long as inside one.")
+            f"{high:.0f}× (`{high_name}`) across the catalog's systems; DeepSeek measured "
+            f"{v3['nvlink_GBps'] / v3['ib_GBps']:.1f}× on its H800s ({v3['nvlink_GBps']:.0f} GB/s of NVLink "
+            f"against {v3['ib_GBps']:.0f} of InfiniBand). Vendors print NVLink both ways and network cards one way, "
+            "which is how a ratio comes out twice too large. Spread over two racks, a share of a chip's expert "
+            f"traffic crosses the slower link: with {chips} GPUs of each rack holding DeepSeek-V3's experts and "
+            f"each rack keeping its own batch, the all-to-all takes {slowdown(False):.1f} times as long as inside "
+            f"one when every expert choice is sent on its own (DeepEP's low-latency kernels), "
+            f"{slowdown(True):.1f} times when a token crosses once per rack and is fanned out there (its normal "
+            "kernels). A second domain taxes expert parallelism, by $\\rho$ times the bytes that cross over the "
+            "bytes sent inside one rack; it does not forbid it: DeepSeek runs expert parallelism over many "
+            "8-GPU boxes.")
 
 
 def _nvl_counts_dies() -> str:
