@@ -4,7 +4,9 @@ Reading prices backwards, each with its convention:
 
 * Decode MFU from the output/input price ratio. Prices are taken proportional to chip-time per
   token; prefill runs at the compute roofline (2 N_act / F per token) and decode at MFU eta_c
-  (2 N_act / (eta_c F)). Then p_out / p_in = 1 / eta_c.
+  (2 N_act / (eta_c F)). Then p_out / p_in = 1 / eta_c: decode's MFU relative to prefill's, not
+  an absolute one. An operator that publishes its throughput per node for both passes gives the
+  same ratio measured (``operator_chip_time_ratio``), to set beside its prices.
 * KV bytes per token from a long-context price step: the step is read as Chapter 1's balance
   context L* (``roofline.balance_context``: beyond it KV reads outlast the step's compute at any
   batch), solved for b_kv = 2 N_act / (r L*) + W f_att / F_att. The second term is new with the
@@ -20,6 +22,10 @@ Reading prices backwards, each with its convention:
   envelope of these lines, and consecutive tiers trade places at break-even hold times, the
   cousin of Gray and Putzolu's five-minute rule. Recomputing the prefill instead costs the same
   at any T: past some hold time every tier loses to rematerialisation.
+* Graph C like for like: output tokens are priced against decode's cost per token and input
+  tokens against prefill's, each at the batch that fits beside the weights, and a two-tier price
+  against the mean cost per token over the contexts each tier covers (``tier_costs``), since the
+  price below the step is charged for every context from 1 token to the step.
 """
 import math
 from dataclasses import dataclass, field, replace
@@ -28,8 +34,8 @@ from functools import cache
 import numpy as np
 import sympy as sp
 
-from . import calculator, catalog, roofline
-from .catalog import models, prices, systems, tiers
+from . import calculator, catalog, operator, roofline
+from .catalog import models, operators, prices, systems, tiers
 from .catalog.quoted import USD_PER_CHIP_HOUR
 from .errors import ChalkError, non_negative, positive, positive_int
 from .notation import C, F, F_att, L, L_star, N_act, T_hold, W, b_kv, b_w, eta_c, f_att, p_hold, p_in, p_out, r
@@ -100,6 +106,18 @@ def decode_mfu_from_prices(input_price, output_price) -> float:
     positive("input_price", input_price)
     positive("output_price", output_price)
     return float(_decode_mfu(input_price, output_price))
+
+
+# --- an operator that published both its prices and its throughput ---------------------------
+def operator_chip_time_ratio(name=operator.DEEPSEEK, cache_misses_only=False) -> float:
+    """GPU-time of one output token over one input token's, from an operator's published
+    throughput per node in prefill (input tokens) and in decode (output tokens): the ratio
+    p_out / p_in would be if prices followed chip-time. The published prefill rate counts cache
+    hits too; with ``cache_misses_only`` a hit is taken to cost no prefill, so the nodes' time is
+    shared by the misses alone (``operator.cache_hit_share``)."""
+    op = operators.get(name)
+    misses = 1 - operator.cache_hit_share(name) if cache_misses_only else 1.0
+    return op.prefill_tokens_per_second_per_node * misses / op.decode_tokens_per_second_per_node
 
 
 # --- deductions from one price entry ---------------------------------------------------------
@@ -220,16 +238,38 @@ def kv_table(target="H100-SXM", dtype="fp8", kv_bytes_per_element=2, share: dict
     return sorted(rows, key=lambda row: row.kv_bytes_per_token)
 
 
-def attention_crossover_context(model, target="H100-SXM", dtype="fp8") -> float:
-    """Context at which one decode token's attention FLOPs take as long as its weight matmuls
-    (attention at the chip's BF16 rate, matmuls in ``dtype``). Sliding-window layers add a bounded
-    term, counted at the context found (one correction step is exact once every window is full);
-    a model with no full-attention layer never crosses (inf)."""
+ATTENTION_FORMS = ("decode", "prefill")
+"""How attention's FLOPs per cached token are counted: as decode kernels run it (MLA with its
+up-projections absorbed, ``Model.attention_flops_per_cached_token``) or as prefill kernels run it
+(every head's full keys and values, ``Model.forward_flops_per_token``). The two differ only for MLA."""
+
+_LONG = 2.0 ** 24
+"""A context past every sliding window, where one more cached token adds only global layers' work."""
+
+
+def prefill_attention_flops_per_cached_token(model) -> float:
+    """f_att counted as prefill runs attention (un-absorbed MLA): what one more earlier token adds
+    to a new token's forward FLOPs, past every sliding window."""
     model = _model(model)
+    return (model.forward_flops_per_token(2 * _LONG) - model.forward_flops_per_token(_LONG)) / _LONG
+
+
+def attention_crossover_context(model, target="H100-SXM", dtype="fp8", form="decode") -> float:
+    """Context at which one new token's attention FLOPs take as long as its weight matmuls
+    (attention at the chip's BF16 rate, matmuls in ``dtype``), attention counted in ``form``
+    (``ATTENTION_FORMS``). Sliding-window layers add a bounded term, counted at the context found
+    (one correction step is exact once every window is full); a model with no full-attention
+    layer never crosses (inf). A prompt of P tokens crosses at twice this: its tokens see P/2
+    earlier tokens on average."""
+    model = _model(model)
+    if form not in ATTENTION_FORMS:
+        raise ChalkError(f"form must be one of {ATTENTION_FORMS}, got {form!r}")
     hw = systems.system_or_chip(target, param="target")
     rep = roofline.replica(hw.chip if isinstance(hw, systems.System) else hw, model, dtype,
                            hw.count if isinstance(hw, systems.System) else 1)
     n_act, _, _, _, flops, _, f, f_rate, *_ = rep.params()
+    if form == "prefill":
+        f = prefill_attention_flops_per_cached_token(model)
     if f == 0:
         return math.inf
     budget = 2 * n_act * f_rate / flops  # attention FLOPs (at F_att) that take as long as the matmuls
@@ -296,12 +336,15 @@ def growth_exponent(model, context, sparse=False, quantity="kv_bytes") -> float:
 # --- cost per token against context (graph C) -------------------------------------------------
 @dataclass(frozen=True)
 class ContextCost:
-    """Chapter 1's bound per decode token at a fixed batch, over a range of contexts."""
+    """Chapter 1's bound per token of one pass (decode or prefill) over a range of contexts, NaN
+    where not one sequence of that context fits beside the weights."""
     context: np.ndarray
     compute: np.ndarray
     """seconds of chip time per token for the matmuls and attention"""
     memory: np.ndarray
     """seconds of chip time per token for the weight and KV reads"""
+    batch: np.ndarray
+    """sequences per pass at each context"""
     chips: int
     usd_per_chip_hour: float
 
@@ -322,24 +365,124 @@ class ContextCost:
         return float(bound[0]) if bound.size else math.inf
 
 
-def cost_against_context(model, target, contexts, batch, dtype="fp8", kv_bytes_per_element=2,
-                         usd_per_chip_hour=USD_PER_CHIP_HOUR) -> ContextCost:
-    """Graph C: compute and memory time per decode token against context, ``batch`` sequences
-    per step at every context. Capacity is not checked: the curve is the bandwidth bound the
-    lecture draws, whether or not that many sequences of that length fit in HBM
-    (``roofline.max_batch`` says how many do). As the batch grows the kink tends to L*."""
+def _replica_on(model, target, dtype, kv_bytes_per_element=2) -> roofline.Replica:
     hw = systems.system_or_chip(target, param="target")
-    rep = roofline.replica(hw.chip if isinstance(hw, systems.System) else hw, model, dtype,
-                           hw.count if isinstance(hw, systems.System) else 1, kv_bytes_per_element)
+    return roofline.replica(hw.chip if isinstance(hw, systems.System) else hw, model, dtype,
+                            hw.count if isinstance(hw, systems.System) else 1, kv_bytes_per_element)
+
+
+def _contexts(contexts) -> np.ndarray:
     contexts = np.asarray(non_negative("contexts", np.asarray(contexts, dtype=float)))
     if contexts.ndim != 1 or contexts.size == 0:
         raise ChalkError(f"contexts must be a non-empty list of token counts, got {contexts!r}")
+    return contexts
+
+
+def _fitting(rep: roofline.Replica, contexts: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """``wanted`` sequences per pass, cut to what fits beside the weights (``Replica.max_batch``);
+    NaN where not one fits. Raises DoesNotFit if the weights alone do not."""
+    most = np.array([rep.max_batch(x) for x in contexts])
+    batch = np.minimum(wanted, most)
+    return np.where(batch >= 1, batch, np.nan)
+
+
+def cost_against_context(model, target, contexts, batch, dtype="fp8", kv_bytes_per_element=2,
+                         usd_per_chip_hour=USD_PER_CHIP_HOUR, fit=True) -> ContextCost:
+    """Graph C: compute and memory time per decode (output) token against context, ``batch``
+    sequences per step or, with ``fit``, as many of them as fit beside the weights at that context
+    (``Replica.max_batch``, the library's headroom kept free): past that point the batch shrinks
+    as 1/L and the weights weigh again. ``fit=False`` is the bandwidth bound the lecture draws,
+    whether or not the sequences fit; as its batch grows its kink tends to L*."""
+    rep = _replica_on(model, target, dtype, kv_bytes_per_element)
+    contexts = _contexts(contexts)
     positive("batch", batch)
     positive("usd_per_chip_hour", usd_per_chip_hour)
+    if not isinstance(fit, bool):
+        raise ChalkError(f"fit must be True or False, got {fit!r}")
+    b = np.full(contexts.shape, float(batch))
+    if fit:
+        b = _fitting(rep, contexts, b)
     p = rep.params(contexts)
-    times = {k: np.broadcast_to(roofline.numeric[k](batch, contexts, *p), contexts.shape) / batch
-             for k in ("t_compute", "t_mem")}
-    return ContextCost(contexts, times["t_compute"], times["t_mem"], rep.chips, float(usd_per_chip_hour))
+    with np.errstate(invalid="ignore"):
+        times = {k: np.broadcast_to(roofline.numeric[k](b, contexts, *p), contexts.shape) / b
+                 for k in ("t_compute", "t_mem")}
+    return ContextCost(contexts, times["t_compute"], times["t_mem"], b, rep.chips, float(usd_per_chip_hour))
+
+
+PREFILL_TOKENS = 16_384
+"""New tokens one prefill pass carries: prompts shorter than this share a pass (batched or chunked
+prefill), so that a short prompt's prefill is compute-bound as a long one's is."""
+
+
+def prefill_cost_against_context(model, target, prompts, dtype="fp8", kv_bytes_per_element=2,
+                                 usd_per_chip_hour=USD_PER_CHIP_HOUR, tokens_per_pass=PREFILL_TOKENS) -> ContextCost:
+    """Compute and memory time per input token of prefilling prompts of each length in ``prompts``
+    (``calculator.prefill``): ceil(tokens_per_pass / P) prompts of P tokens per pass, as many as fit.
+    Past the knee of graph D the pass is compute-bound and its cost per token grows only through
+    attention, each token attending to the P/2 tokens before it on average."""
+    rep = _replica_on(model, target, dtype, kv_bytes_per_element)
+    prompts = _contexts(prompts)
+    if np.any(prompts < 1):
+        raise ChalkError(f"prompts must be at least 1 token, got {prompts.min():g}")
+    positive_int("tokens_per_pass", tokens_per_pass)
+    positive("usd_per_chip_hour", usd_per_chip_hour)
+    b = _fitting(rep, prompts, np.ceil(tokens_per_pass / prompts))
+    compute, memory = np.full(prompts.shape, np.nan), np.full(prompts.shape, np.nan)
+    for i, (prompt, batch) in enumerate(zip(prompts, b)):
+        if np.isfinite(batch):
+            pt = calculator.prefill(rep.model, rep.chip, batch, int(prompt), dtype=dtype, chips=rep.chips,
+                                    kv_bytes_per_element=kv_bytes_per_element, usd_per_chip_hour=usd_per_chip_hour)
+            compute[i], memory[i] = (x / (batch * prompt) for x in (pt.t_compute, pt.t_weights + pt.t_kv))
+    return ContextCost(prompts, compute, memory, b, rep.chips, float(usd_per_chip_hour))
+
+
+@dataclass(frozen=True)
+class TierCosts:
+    """Mean cost per token below and above a price step, contexts spread evenly over each tier."""
+    step: float
+    top: float
+    """the longest context above the step: the model's published maximum"""
+    decode: tuple[float, float]
+    """USD per million output tokens, (below, above) the step"""
+    prefill: tuple[float, float]
+    """USD per million input tokens, (below, above) the step"""
+    price_steps: tuple[float, float]
+    """the price entry's (input, output) multipliers above the step"""
+
+    @property
+    def decode_ratio(self) -> float:
+        return self.decode[1] / self.decode[0]
+
+    @property
+    def prefill_ratio(self) -> float:
+        return self.prefill[1] / self.prefill[0]
+
+
+TIER_POINTS = 200
+"""Contexts per tier the means are taken over (midpoints of equal slices)."""
+
+
+def tier_costs(price, model, target, batch, dtype="fp8", usd_per_chip_hour=USD_PER_CHIP_HOUR) -> TierCosts:
+    """What each tier of ``price``'s two-tier list covers in cost: the mean cost per output token
+    (decode, ``cost_against_context`` with ``fit``) and per input token (prefill,
+    ``prefill_cost_against_context``) over contexts spread evenly from 0 to the step and from the
+    step to ``model``'s maximum context. Evenly spread is an assumption: a mix that favours short
+    contexts lowers the first tier's mean."""
+    price, model = _price(price), _model(model)
+    if not price.long_context:
+        raise ChalkError(f"price: {price.name} has no long-context price step to read")
+    step, top = float(price.long_context["above_tokens"]), float(model.max_context or 0)
+    if top <= step:
+        raise ChalkError(f"model: {model.display}'s maximum context ({top:,.0f} tokens) does not reach past "
+                         f"{price.name}'s step at {step:,.0f}; choose a model published for longer contexts")
+    means = {}
+    for tier, (low, high) in enumerate(((0.0, step), (step, top))):
+        edges = np.linspace(low, high, TIER_POINTS + 1)
+        mids = (edges[:-1] + edges[1:]) / 2
+        dec = cost_against_context(model, target, mids, batch, dtype, usd_per_chip_hour=usd_per_chip_hour)
+        pre = prefill_cost_against_context(model, target, mids, dtype, usd_per_chip_hour=usd_per_chip_hour)
+        means[tier] = (float(np.mean(dec.usd_per_million_tokens)), float(np.mean(pre.usd_per_million_tokens)))
+    return TierCosts(step, top, (means[0][0], means[1][0]), (means[0][1], means[1][1]), price.long_context_multipliers)
 
 
 # --- passes of n tokens (graph D) -------------------------------------------------------------
@@ -433,6 +576,18 @@ def cheapest_tier(hold_seconds, target="H100-SXM", usd_per_chip_hour=USD_PER_CHI
         if hold_seconds >= s.hold_seconds:
             chosen = s.slower
     return chosen
+
+
+def implied_cache_bytes_per_token(usd_per_million_tokens_hour, tier, target="H100-SXM",
+                                  usd_per_chip_hour=USD_PER_CHIP_HOUR, lifetime_years=tiers.LIFETIME_YEARS) -> float:
+    """Bytes per token of a cache whose hold for an hour in ``tier`` (named as in ``hold_costs``),
+    read back once, costs ``usd_per_million_tokens_hour`` per million tokens: a published storage
+    price read as a tier's rent."""
+    positive("usd_per_million_tokens_hour", usd_per_million_tokens_hour)
+    costs = hold_costs(3600.0, target, usd_per_chip_hour, lifetime_years)
+    if tier not in costs:
+        raise ChalkError(f"tier must be one of {sorted(costs)} beside {target}, got {tier!r}")
+    return usd_per_million_tokens_hour / 1e6 / costs[tier]
 
 
 def recompute_usd_per_byte(model, target, prompt, dtype="bf16", usd_per_chip_hour=USD_PER_CHIP_HOUR) -> float:

@@ -173,13 +173,19 @@ def _quadratic_attention() -> str:
     listed = "; ".join(f"{models.get(m).display} ({models.get(m).attention_kind}) "
                        f"{pricing.attention_crossover_context(m, chip, 'fp8') / 1e3:.3g} k"
                        for m, chip in cases)
+    mla_prefill = pricing.attention_crossover_context("deepseek-v3", "H800", "fp8", form="prefill")
     return ("Per new token, attention does $f_\\text{att}$ FLOPs per cached token against $2N_\\text{act}$ "
             "for the weights, so the two take equal time at $L = 2N_\\text{act}F_\\text{att}/"
-            "(f_\\text{att}F)$: with FP8 matmuls and BF16 attention, " + listed + " tokens. That is far "
-            "short of millions for a model whose every layer attends globally, and shortest for MLA as "
-            "serving kernels run it; only few global layers push it out. Prices need no quadratic term "
-            "because a sequence's quadratic total is, per token, linear in $L$: it steepens the slope "
-            "of cost against context that the long-context step already charges for.")
+            "(f_\\text{att}F)$: with FP8 matmuls and BF16 attention, " + listed + " tokens in decode, MLA "
+            "counted in the absorbed form its decode kernels run (the un-absorbed form its prefill runs "
+            f"crosses at {mla_prefill / 1e3:.3g} k). That is far short of millions for a model whose every "
+            "layer attends globally; only few global layers push it out. For GQA, equal FLOPs do not make "
+            "attention matter in decode, which past $L^\\star$ waits on the KV reads: the quadratic term is "
+            "a prefill matter. Prices have no quadratic term, but not because cost needs none: past "
+            "$L^\\star$ cost per output token rises in proportion to $L$, while a per-token price flat within "
+            "a tier charges every token the same, a linear total for a quadratic cost. Prices average cost "
+            "over the mix of contexts served and add one coarse step; leaving the quadratic term out is a "
+            "pricing choice, not a fact about cost.")
 
 
 def _transcript_slips() -> str:
