@@ -358,8 +358,9 @@ def _random_net_cipher() -> str:
 
 
 # Chapter 4's statement imports chalk.memory when called, for the same reason.
-_HOP_MODEL, _HOP_SYSTEM, _HOP_CHIP = "deepseek-v3", "gb200-nvl72", "GB200"
-"""The stage of Chapter 4's hop bound: DeepSeek-V3 in FP8, one GB200 NVL72 rack per stage."""
+_HOP_MODEL, _HOP_SYSTEM, _HOP_CONTEXT = "deepseek-v3", "gb200-nvl72", 4096
+"""The stage of Chapter 4's hop bound: DeepSeek-V3 in FP8, one GB200 NVL72 rack per stage, at the
+balance batch of 4,096 tokens of context."""
 
 
 def _hop_latency() -> str:
@@ -369,19 +370,21 @@ def _hop_latency() -> str:
     fixed = (nccl["base_us_ll"] + nccl["hop_us_ll"], nccl["base_us_simple"] + nccl["hop_us_simple"])
     lecture = memory_data.LECTURE
     stages = int(lecture["stages"])
-    batch = round(roofline.balance_batch(_HOP_CHIP, _HOP_MODEL, "fp8"))
+    batch = round(memory.crossover_at_balance(_HOP_MODEL, _HOP_SYSTEM, _HOP_CONTEXT, "fp8").batch)
     mdl, rack = models.get(_HOP_MODEL), systems.get(_HOP_SYSTEM)
     payload = batch * mdl.d_model * 2
     spread = memory.hop_time(_HOP_MODEL, rack, batch, 0.0)
     one_link = payload / rack.chip.scale_out_bandwidth
     low, high = (stages * (memory.hop_time(_HOP_MODEL, rack, batch, f * 1e-6)) for f in fixed)
     squeezed = stages * (fixed[1] * 1e-6 + one_link)
-    return (f"Published figures put a hop at tens of microseconds. NCCL's own cost model charges {fixed[0]:.0f} "
-            f"to {fixed[1]:.0f} µs per network step before any payload, and DeepEP measured {ep['dispatch_us'][0]:.0f} "
-            f"to {ep['dispatch_us'][-1]:.0f} µs for a whole expert all-to-all of {ep['tokens']:.0f} tokens over "
-            f"InfiniBand, payload included ([DeepSeek-AI, 2025]({_REFERENCES})). A stage boundary carries "
-            f"$B\\,d_\\text{{model}}\\,b_\\text{{act}}$ bytes: for {mdl.display} at its balance batch of {batch:,} "
-            f"sequences, {payload / 1e6:.0f} MB, which the {rack.count} network links of a {rack.display.split(' (')[0]} "
+    return (f"Published figures put a hop at tens of microseconds, as lower bounds: NCCL's own cost model (a model, "
+            f"not a measurement) charges {fixed[0]:.0f} to {fixed[1]:.0f} µs per network step before any payload, "
+            f"and DeepEP measured {ep['dispatch_us'][0]:.0f} to {ep['dispatch_us'][-1]:.0f} µs for a whole expert "
+            f"all-to-all of {ep['tokens']:.0f} tokens over InfiniBand, payload included ([DeepSeek-AI, 2025]"
+            f"({_REFERENCES})). Both are transfers the GPU starts itself; a send the host schedules adds its "
+            "launch and scheduling. A stage boundary carries $B\\,d_\\text{model}\\,b_\\text{act}$ bytes: for "
+            f"{mdl.display} at its balance batch of {batch:,} sequences at {_HOP_CONTEXT:,} tokens, "
+            f"{payload / 1e6:.0f} MB, which the {rack.count} network links of a {rack.display.split(' (')[0]} "
             f"rack send in {1e6 * spread:.0f} µs. Over {stages} stages the hops then add {1e3 * low:.2f} to "
             f"{1e3 * high:.2f} ms per token, not {lecture['added_ms']:.0f} ms; only a micro-batch squeezed through a single "
             f"{rack.chip.scale_out_bandwidth / 1e9:.0f} GB/s link ({1e3 * squeezed:.1f} ms over {stages} hops) comes near "
@@ -389,21 +392,28 @@ def _hop_latency() -> str:
 
 
 def _kv_after_two_stages() -> str:
-    from .. import memory
-    cases = (("deepseek-v3", "GB200", "fp8"), ("llama-3.1-405b", "H100-SXM", "bf16"))
+    from .. import memory, moe
+    (dense_name, dense_sys, dense_dtype), (sparse_name, sparse_sys, sparse_dtype) = cases = (
+        ("llama-3.1-405b", "hgx-h100", "bf16"), ("deepseek-v3", "gb200-nvl72", "fp8"))
     short, long_ = 4096, 32768
-    parts = []
-    for name, chip, dtype in cases:
-        batch = round(roofline.balance_batch(chip, name, dtype))
-        parts.append(f"{memory.crossover_stages(name, batch, short, dtype):.2f} for {models.get(name).display} in "
-                     f"{dtype.upper()} ({batch:,} sequences, the balance batch on {chip})")
-    worst = max(memory.crossover_stages(name, round(roofline.balance_batch(chip, name, dtype)), long_, dtype)
-                for name, chip, dtype in cases)
-    return ("The direction is right and the figure cautious. The cache outweighs the weights past "
-            "$P^\\star = N_\\text{tot} b_w/(B L b_\\text{kv})$ stages, which depends on the model, the micro-batch "
-            f"and the context. At {short:,} tokens and a micro-batch that amortises the weights, $P^\\star$ is "
-            + " and ".join(parts) + f"; at {long_:,} tokens it is at most {worst:.2f} for both. Below 1, the cache "
-            "is the larger part even without pipelining.")
+    (dense, dense_long), (sparse, sparse_long) = [[memory.crossover_at_balance(name, system, context, dtype)
+                                                   for context in (short, long_)] for name, system, dtype in cases]
+    dense_bstar = roofline.balance_batch(systems.get(dense_sys).chip, dense_name, dense_dtype, short)
+    ceiling = memory.max_batch(dense_name, dense_sys, short, dense_dtype, 10**9)
+    placed = moe.placement(sparse_name, sparse_sys, sparse.batch, short, sparse_dtype)
+    return ("About right for a large dense model, early for a sparse one. The cache outweighs the weights past "
+            "$P^\\star = N_\\text{tot} b_w/(B L b_\\text{kv})$ stages, at the batch a stage would run: Chapter 1's "
+            "balance batch $B^\\star(L)$ where it fits, else the largest that fits, whose cache overtakes the "
+            "weights once they fill half of each chip, $P^\\star = 2 N_\\text{tot} b_w/(CE)$. "
+            f"{models.get(dense_name).display} in {dense_dtype.upper()} on {systems.get(dense_sys).display.split(' (')[0]} "
+            f"stages: its balance batch at {short:,} tokens, {dense_bstar:,.0f} sequences, fits at no depth (at most "
+            f"{ceiling:.0f}), so capacity sets $P^\\star$ = {dense.stages:.1f}, near the lecture's 2. "
+            f"{models.get(sparse_name).display} in {sparse_dtype.upper()} on {systems.get(sparse_sys).display.split(' (')[0]} "
+            f"racks: $P^\\star$ = {sparse.stages:.2f} at its balance batch of {sparse.batch:,.0f} sequences, so the cache "
+            f"is the larger part without pipelining, even with attention copied on every GPU ({placed.weight_bytes / 1e9:.1f} "
+            f"GB of weights, {placed.kv_bytes / 1e9:.1f} GB of cache). At {long_:,} tokens both are past $L^\\star$, "
+            f"capacity sets the batch and $P^\\star$ is {dense_long.stages:.1f} and {sparse_long.stages:.2f}, whatever "
+            "the context.")
 
 
 def _memory_capex() -> str:
@@ -512,7 +522,7 @@ REGISTRY: tuple[Correction, ...] = (
     Correction("hop-latency", "04_memory_capacity", "Latency of a rack-to-rack hop",
                "A hop between racks costs a few milliseconds, \"maybe an order of magnitude off\".",
                _hop_latency),
-    Correction("kv-after-two-stages", "04_memory_capacity", "The cache overtakes the weights before $P \\approx 2$",
+    Correction("kv-after-two-stages", "04_memory_capacity", "When the cache overtakes the weights",
                "After a little pipelining, even $P = 2$, the KV cache dominates the memory of every GPU.",
                _kv_after_two_stages),
     Correction("memory-capex-share", "04_memory_capacity", "\"Half of capex on memory\"",
