@@ -8,6 +8,7 @@ kept, broken, deleted or forged), never from the grader's own output. Kernels ar
 the main batch, two cheap ones (no chalk import) in the batch with a short time limit.
 """
 import asyncio
+import concurrent.futures
 import csv
 import hashlib
 import json
@@ -440,4 +441,6 @@ def test_grading_runs_inside_a_running_event_loop():
     async def inside():
         return grading._run_coroutine(asyncio.sleep(0, result="graded"))
 
-    assert asyncio.run(inside()) == "graded"
+    # The outer loop runs in a thread of its own: this test's thread may hold Playwright's loop already.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        assert pool.submit(asyncio.run, inside()).result() == "graded"
