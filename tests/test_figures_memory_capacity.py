@@ -25,27 +25,50 @@ def gb_numbers(text):
     return [float(x.replace(",", "")) for x in m.groups()]
 
 
+def busy(params):
+    """The micro-batches the explorer keeps in flight: those that keep the stages busy with its hop."""
+    t_hop = mem.hop_time(params["model"], params["system"], params["batch"], params["hop"])
+    return mem.busy_microbatches(params["model"], params["system"], params["batch"], params["context"],
+                                 params["stages"], t_hop, params["dtype"])
+
+
 @pytest.mark.parametrize("params", [
-    dict(model="llama-3.1-405b", system="hgx-h100", dtype="bf16", stages=4, batch=16.0, context=32768.0),
-    dict(model="deepseek-v3", system="gb200-nvl72", dtype="fp8", stages=1, batch=1000.0, context=8192.0),
-    dict(model="gemma-2-9b", system="hgx-b200", dtype="bf16", stages=16, batch=100.0, context=100000.0),
+    dict(model="llama-3.1-405b", system="hgx-h100", dtype="bf16", stages=4, batch=16.0, context=32768.0, hop=10e-6),
+    dict(model="deepseek-v3", system="gb200-nvl72", dtype="fp8", stages=1, batch=1000.0, context=8192.0, hop=10e-6),
+    dict(model="gemma-2-9b", system="hgx-b200", dtype="bf16", stages=16, batch=100.0, context=100000.0, hop=1e-3),
+    dict(model="deepseek-v3", system="gb200-nvl72", dtype="fp8", stages=4, batch=4096.0, context=8192.0, hop=2.5e-3),
 ])
 def test_readout_is_chalk_memory(explorer, params):
     text = explorer.update(**params)
     weights, cache, total = gb_numbers(text)
     count = systems.get(params["system"]).count
     w, k = mem.per_chip_parts(params["model"], params["batch"], params["context"], params["dtype"], count,
-                              params["stages"])
+                              params["stages"], busy(params))
     assert weights == pytest.approx(w / GB, abs=0.006) and cache == pytest.approx(k / GB, abs=0.006)
     assert total == pytest.approx((w + k) / GB, abs=0.006)
     floor = mem.weight_floor(params["model"], params["system"], params["dtype"])
     assert f"{1e3 * floor:,.3g} ms on S = {count}" in text
 
 
+def test_slow_hops_raise_the_cache_by_m_over_p(explorer):
+    # Same view, the lecture's 2.5 ms hops against none: the cache grows by m / P, the weights stay.
+    params = dict(model="deepseek-v3", system="gb200-nvl72", dtype="fp8", stages=4, batch=4096.0, context=8192.0)
+    fast = gb_numbers(explorer.update(**params, hop=0.0))
+    slow_text = explorer.update(**params, hop=2.5e-3)
+    slow = gb_numbers(slow_text)
+    m_slow = busy(dict(params, hop=2.5e-3))
+    assert m_slow > 2 * params["stages"]
+    assert slow[0] == fast[0] and slow[1] == pytest.approx(fast[1] * m_slow / busy(dict(params, hop=0.0)), rel=2e-3)
+    assert f"m = {m_slow:.3g}" in slow_text
+
+
 def test_bars_are_the_formula_as_a_share_of_usable_hbm(explorer):
-    explorer.update(model="llama-3.1-405b", system="hgx-h100", dtype="bf16", stages=2, batch=64.0, context=32768.0)
+    explorer.update(model="llama-3.1-405b", system="hgx-h100", dtype="bf16", stages=2, batch=64.0, context=32768.0,
+                    hop=1e-3)
     usable = systems.get("hgx-h100").chip.hbm_capacity * (1 - HEADROOM)
-    w, k = mem.per_chip_parts("llama-3.1-405b", 64, 32768, "bf16", 8, np.array(mc.STAGES))
+    t_hop = mem.hop_time("llama-3.1-405b", "hgx-h100", 64, 1e-3)
+    m = mem.busy_microbatches("llama-3.1-405b", "hgx-h100", 64, 32768, np.array(mc.STAGES), t_hop, "bf16")
+    w, k = mem.per_chip_parts("llama-3.1-405b", 64, 32768, "bf16", 8, np.array(mc.STAGES), m)
     tops = [max(y for _, y in path.vertices) for path in explorer.figure.k_bars.get_paths()]
     np.testing.assert_allclose(tops, np.minimum(100 * (w + k) / usable, mc.PERCENT_TOP), rtol=1e-9)
     # The one-stage bar is past the axis and says by how much; the others are drawn whole.
@@ -90,17 +113,27 @@ def test_twin_views_are_chalk_memory():
         model, system, dtype, context, batch = key.split("|")
         view = data["views"][key]
         count = systems.get(system).count
+        measured = mem.hop_time(model, system, int(batch), mc.TWIN_LINK)
+        series = view["panels"][0]["series"]
         for i, p in enumerate(stops):
-            w, k = mem.per_chip_parts(model, int(batch), int(context), dtype, count, p)
-            series = view["panels"][0]["series"]
-            assert series["weights"][i] == pytest.approx(w / GB, rel=5e-3)  # the twin keeps three significant digits
-            assert series["kv"][i] == pytest.approx(k / GB, rel=5e-3)  # the twin keeps three significant digits
+            m = mem.busy_microbatches(model, system, int(batch), int(context), p, measured, dtype)
+            m_lecture = mem.busy_microbatches(model, system, int(batch), int(context), p, mc.lecture_hop(), dtype)
+            w, k = mem.per_chip_parts(model, int(batch), int(context), dtype, count, p, m)
+            k_lecture = mem.per_chip_parts(model, int(batch), int(context), dtype, count, p, m_lecture)[1]
+            # The twin keeps three significant digits.
+            assert series["weights"][i] == pytest.approx(w / GB, rel=5e-3)
+            assert series["kv"][i] == pytest.approx(k / GB, rel=5e-3)
+            assert series["total_lecture"][i] == pytest.approx((w + k_lecture) / GB, rel=5e-3)
+            assert view["readout"]["values"]["m_lecture"][i] == pytest.approx(m_lecture, rel=5e-3)
             usable = systems.get(system).chip.hbm_capacity * (1 - HEADROOM)
             assert view["readout"]["pick"][i] == (0 if w + k <= usable else 1)
             reads = mem.token_time(model, system, int(batch), int(context), p, 0.0, dtype)
-            assert view["panels"][1]["series"]["reads"][i] == pytest.approx(1e3 * reads, rel=5e-3)  # the twin keeps three significant digits
-        # The cache per chip is the same at every depth: P cancels, in the twin too.
-        assert len(set(view["panels"][0]["series"]["kv"])) == 1
+            assert view["panels"][1]["series"]["reads"][i] == pytest.approx(1e3 * reads, rel=5e-3)
+        # Slower hops never hold less: the lecture's line is at or above the measured one at every depth.
+        assert all(a >= b for a, b in zip(series["total_lecture"], series["total"]))
+    # With instant hops P cancels from the cache: the same at every depth.
+    _, k = mc.stage_parts("deepseek-v3", "gb200-nvl72", "fp8", 64, 8192)
+    np.testing.assert_allclose(k, k[0], rtol=1e-12)
 
 
 def test_every_twin_view_draws():

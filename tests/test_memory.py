@@ -10,9 +10,10 @@ import pytest
 import sympy as sp
 
 from chalk import memory as mem
-from chalk import models
+from chalk import models, roofline
 from chalk.errors import ChalkError, UnknownName
 from chalk.notation import B, C, E, L, N_tot, P, b_kv, b_w, m
+from chalk.pipeline import t_hop
 
 # Llama 3 70B config.json: 80 layers, 8 KV heads of 128; parameters counted from its shapes.
 LLAMA70_PARAMS = 70.5524e9
@@ -23,9 +24,14 @@ GEMMA_LAYERS_EACH = 21
 # DeepSeek-V3: 671 B parameters (report), MLA caches 512 + 64 elements per layer, 61 layers.
 DS_PARAMS = 671.0e9
 DS_KV = (512 + 64) * 61 * 2
+# DeepSeek-V3 config: 58 MoE layers of 256 routed experts, each 3 x 7,168 x 2,048, 8 picked per token.
+DS_ROUTED = 58 * 256 * 3 * 7168 * 2048
 GB200_HBM_BW = 8e12                        # NVL72 576 TB/s / 72
 GB200_HBM = 186e9
+H100_HBM, H100_HBM_BW = 80e9, 3.35e12
 NIC = 50e9                                 # one 400 Gb/s ConnectX per GPU
+# Llama 3.1 405B config: 126 layers, 8 KV heads of 128; 405.85 B parameters counted from its shapes.
+LLAMA405_PARAMS, LLAMA405_KV = 405.85e9, 2 * 8 * 128 * 126 * 2
 
 
 # --- the formula -------------------------------------------------------------------------------
@@ -42,6 +48,33 @@ def test_sympy_shows_p_cancel_from_the_cache():
 def test_more_stages_lift_the_batch_that_fits_only_to_a_ceiling():
     assert sp.simplify(mem.max_batch_expr - (C * E * P - N_tot * b_w) / (P * L * b_kv)) == 0
     assert mem.max_batch_limit == C * E / (L * b_kv)
+
+
+def test_fewer_microbatches_than_stages_lift_the_batch_with_p():
+    assert sp.simplify(mem.max_batch_any_m_expr - (C * E * P - N_tot * b_w) / (m * L * b_kv)) == 0
+    assert sp.simplify(mem.max_batch_any_m_expr.subs(m, P) - mem.max_batch_expr) == 0
+
+
+def test_at_the_largest_batch_the_cache_wins_once_the_weights_fill_half_a_chip():
+    assert sp.simplify(mem.crossover_capacity_expr - 2 * N_tot * b_w / (C * E)) == 0
+
+
+def test_p_stages_of_e_chips_hold_what_one_stage_of_ep_chips_holds():
+    # P stages of E chips with P micro-batches of B, against one stage of E P chips with P B sequences.
+    assert mem.same_chips_expr == 0
+    pipelined = mem.per_chip("llama-3-70b", 16, 8192, "bf16", expert_parallel=8, stages=4)
+    wide = mem.per_chip("llama-3-70b", 64, 8192, "bf16", expert_parallel=32, stages=1, microbatches=1)
+    assert pipelined == pytest.approx(wide, rel=1e-12)
+
+
+def test_hops_set_the_microbatches_in_flight():
+    T = mem.T_read
+    # Chapter 3's m >= P (1 + t_hop / t_F) with a stage's share t_F = T_read / P.
+    assert sp.simplify(mem.microbatches_busy_expr - P * (1 + P * t_hop / T)) == 0
+    assert sp.limit(mem.microbatches_busy_expr, t_hop, 0) == P            # the no-hop limit: m = P
+    # The cache per chip then grows linearly with P, at B L b_kv t_hop / (E T_read) a stage.
+    assert sp.simplify(mem.kv_per_chip_hops - B * L * b_kv * (1 + P * t_hop / T) / E) == 0
+    assert sp.simplify(sp.diff(mem.kv_per_chip_hops, P) - B * L * b_kv * t_hop / (E * T)) == 0
 
 
 def test_without_pipelining_the_microbatch_count_is_the_batch():
@@ -97,6 +130,53 @@ def test_crossover_stages_by_hand():
     assert w_ / p_star == pytest.approx(kv_, rel=1e-9)
 
 
+def test_explicit_microbatches_may_be_a_real_number():
+    # 4.5 micro-batches' worth of sequences in flight: the cache of 4.5 x 16 sequences over 8 x 4 GPUs.
+    kv = mem.per_chip_parts("llama-3-70b", 16, 8192, "bf16", 8, stages=4, microbatches=4.5)[1]
+    assert kv == pytest.approx(4.5 * 16 * 8192 * LLAMA70_KV / 32, rel=1e-12)
+
+
+def test_busy_microbatches_by_hand():
+    # DeepSeek-V3 in FP8 on NVL72 stages, 2,000 sequences of 4,096 tokens: every expert touched
+    # ((31/32)^2000 ~ 1e-28), so T_read = (N_tot + B L b_kv) / (72 x 8 TB/s), about 2.16 ms.
+    T = (DS_PARAMS + 2000 * 4096 * DS_KV) / (72 * GB200_HBM_BW)
+    assert mem.read_time("deepseek-v3", "gb200-nvl72", 2000, 4096, "fp8") == pytest.approx(T, rel=0.002)
+    got = mem.busy_microbatches("deepseek-v3", "gb200-nvl72", 2000, 4096, 4, hop=2.5e-3, dtype="fp8")
+    assert got == pytest.approx(4 * (1 + 4 * 2.5e-3 / T), rel=0.002)      # about 22.5, 5.6 P
+    # No hop: m = P; one stage has no hop whatever its latency; an array of depths gives an array.
+    depths = np.array([1, 2, 4, 8])
+    np.testing.assert_allclose(mem.busy_microbatches("deepseek-v3", "gb200-nvl72", 2000, 4096, depths, 0.0, "fp8"),
+                               depths, rtol=1e-12)
+    assert mem.busy_microbatches("deepseek-v3", "gb200-nvl72", 2000, 4096, 1, 1.0, "fp8") == 1
+
+
+def test_crossover_at_balance_by_hand():
+    # Llama 3.1 405B in BF16 on HGX H100 stages (72 GB usable each): its balance batch never fits, so
+    # P* = 2 N b_w / (C E) at every context, with half the ceiling's sequences, C E / (2 L b_kv).
+    for context in (4096, 32768):
+        got = mem.crossover_at_balance("llama-3.1-405b", "hgx-h100", context, "bf16")
+        assert got.capacity_bound
+        assert got.stages == pytest.approx(2 * 2 * LLAMA405_PARAMS / (72e9 * 8), rel=0.002)
+        assert got.batch == pytest.approx(72e9 * 8 / (2 * context * LLAMA405_KV), rel=0.002)
+    # DeepSeek-V3 in FP8 on NVL72 stages past L* (32K): capacity, 2 x 671 GB / (0.9 x 186 GB x 72).
+    got = mem.crossover_at_balance("deepseek-v3", "gb200-nvl72", 32768, "fp8")
+    assert got.capacity_bound and got.stages == pytest.approx(2 * DS_PARAMS / (0.9 * GB200_HBM * 72), rel=0.002)
+    # At 4K its balance batch fits: P* is N b_w / (B* L b_kv), larger than the capacity figure.
+    got = mem.crossover_at_balance("deepseek-v3", "gb200-nvl72", 4096, "fp8")
+    b_star = roofline.balance_batch("GB200", "deepseek-v3", "fp8", 4096)
+    assert not got.capacity_bound and got.batch == b_star
+    assert got.stages == pytest.approx(DS_PARAMS / (b_star * 4096 * DS_KV), rel=0.002)
+    assert got.stages > 2 * DS_PARAMS / (0.9 * GB200_HBM * 72)
+
+
+def test_max_batch_with_one_microbatch_on_eight_stages_by_hand():
+    # Stages idle (m = 1 < P = 8): (C E P - N b_w) / (m L b_kv) sequences of 32K, against 28 with m = P.
+    by_hand = math.floor((0.9 * H100_HBM * 8 * 8 - 2 * LLAMA405_PARAMS) / (32768 * LLAMA405_KV))
+    assert mem.max_batch("llama-3.1-405b", "hgx-h100", 32768, "bf16", 8, microbatches=1) == by_hand
+    assert mem.max_batch("llama-3.1-405b", "hgx-h100", 32768, "bf16", 8) == math.floor(
+        (0.9 * H100_HBM * 8 * 8 - 2 * LLAMA405_PARAMS) / (8 * 32768 * LLAMA405_KV))
+
+
 def test_max_batch_by_hand():
     usable = GB200_HBM * 0.9
     for stages in (1, 4):
@@ -113,6 +193,37 @@ def test_weight_floor_by_hand():
     assert mem.weight_floor("deepseek-v3", "gb200-nvl72", "fp8") == pytest.approx(DS_PARAMS / (72 * GB200_HBM_BW), rel=0.002)
     # Scale-up size, not pipelining, moves it: 8 H100s read 9 times slower than 72 GB200s at 3.35 TB/s.
     assert mem.weight_floor("deepseek-v3", "hgx-h100", "fp8") == pytest.approx(DS_PARAMS / (8 * 3.35e12), rel=0.002)
+
+
+def test_weight_floor_reads_only_the_experts_a_batch_touches():
+    # One sequence reads everything but the routed experts, and 8 of 256 of those: N_act.
+    dense_part = DS_PARAMS - DS_ROUTED
+    for batch in (1, 16):
+        touched = dense_part + DS_ROUTED * (1 - (1 - 8 / 256) ** batch)
+        got = mem.weight_floor("deepseek-v3", "hgx-h100", "fp8", batch=batch)
+        assert got == pytest.approx(touched / (8 * H100_HBM_BW), rel=0.003)
+    assert mem.weight_floor("deepseek-v3", "hgx-h100", "fp8", batch=1) == pytest.approx(37e9 / (8 * H100_HBM_BW),
+                                                                                          rel=0.02)  # "37B activated"
+    # A large batch touches every expert: the N_tot floor.
+    assert mem.weight_floor("deepseek-v3", "hgx-h100", "fp8", batch=10**6) == pytest.approx(
+        mem.weight_floor("deepseek-v3", "hgx-h100", "fp8"), rel=1e-9)
+    # A dense model has no experts to skip.
+    assert mem.weight_floor("llama-3-70b", "hgx-h100", "bf16", batch=1) == pytest.approx(
+        2 * LLAMA70_PARAMS / (8 * H100_HBM_BW), rel=1e-4)
+
+
+def test_weight_floor_falls_with_the_chips_reading_not_the_domain():
+    # DeepSeek's decode: 320 H800s (3.35 TB/s each) reading, over 40 nodes of 8.
+    assert mem.weight_floor("deepseek-v3", "hgx-h800", "fp8", expert_parallel=320) == pytest.approx(
+        DS_PARAMS / (320 * H100_HBM_BW), rel=0.002)
+
+
+def test_token_time_adds_an_alltoall_per_moe_layer():
+    base = mem.token_time("deepseek-v3", "gb200-nvl72", 256, 8192, stages=2, hop=1e-4, dtype="fp8")
+    more = mem.token_time("deepseek-v3", "gb200-nvl72", 256, 8192, stages=2, hop=1e-4, dtype="fp8", alltoall=5e-4)
+    assert more - base == pytest.approx(58 * 5e-4, rel=1e-9)          # 58 MoE layers
+    dense = mem.token_time("llama-3-70b", "hgx-h100", 8, 8192, dtype="bf16")
+    assert mem.token_time("llama-3-70b", "hgx-h100", 8, 8192, dtype="bf16", alltoall=1e-3) == dense
 
 
 def test_token_time_keeps_reads_and_adds_a_hop_per_stage():
@@ -145,11 +256,19 @@ def test_fewest_chips_to_train_by_hand():
 
 
 # --- errors ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name, value", [("expert_parallel", 0), ("stages", -1), ("microbatches", 0),
-                                         ("stages", 1.5), ("expert_parallel", True)])
+@pytest.mark.parametrize("name, value", [("expert_parallel", 0), ("stages", -1), ("stages", 1.5),
+                                         ("expert_parallel", True)])
 def test_non_positive_or_fractional_degrees_are_refused(name, value):
     with pytest.raises(ChalkError, match=f"{name} must be a whole number >= 1"):
         mem.per_chip("llama-3-70b", 8, 1024, **{name: value})
+
+
+@pytest.mark.parametrize("value", [0.5, True, -2])
+def test_fewer_than_one_microbatch_is_refused(value):
+    with pytest.raises(ChalkError, match="microbatches must be"):
+        mem.per_chip("llama-3-70b", 8, 1024, stages=2, microbatches=value)
+    with pytest.raises(ChalkError, match="microbatches must be"):
+        mem.max_batch("llama-3-70b", "hgx-h100", 1024, stages=2, microbatches=value)
 
 
 @pytest.mark.parametrize("name, value", [("batch", -1), ("context", -5)])
@@ -184,6 +303,16 @@ def test_other_bad_inputs_name_their_parameter():
         mem.hop_time("llama-3-70b", "hgx-h100", 8, latency=float("nan"))
     with pytest.raises(ChalkError, match="batch must be > 0"):
         mem.crossover_stages("llama-3-70b", 0, 1024)
+    with pytest.raises(ChalkError, match="hop must be >= 0"):
+        mem.busy_microbatches("llama-3-70b", "hgx-h100", 8, 1024, 4, hop=-1e-3)
+    with pytest.raises(ChalkError, match="expert_parallel must be a whole number >= 1"):
+        mem.weight_floor("deepseek-v3", "hgx-h100", expert_parallel=0)
+    with pytest.raises(ChalkError, match="batch must be >= 0"):
+        mem.weight_floor("deepseek-v3", "hgx-h100", batch=-1)
+    with pytest.raises(ChalkError, match="alltoall must be >= 0"):
+        mem.token_time("deepseek-v3", "hgx-h100", 8, 1024, alltoall=-1)
+    with pytest.raises(ChalkError, match="context must be > 0"):
+        mem.crossover_at_balance("deepseek-v3", "gb200-nvl72", 0)
     with pytest.raises(ChalkError, match="stages must be at most the model's 80 layers"):
         mem.layout_bytes("llama-3-70b", 8, 1024, stages=81)
 

@@ -4,12 +4,17 @@ Four pieces, each a SymPy expression first and a NumPy function second:
 
 * memory per chip, c = (N_tot b_w + m B L b_kv) / (E P): the weights and the KV cache of m
   micro-batches of B sequences, spread over E chips per stage and P stages. Keeping P stages busy
-  needs m = P micro-batches, and P cancels from the KV term: pipelining divides the weights, not
-  the cache. ``layout_bytes`` places every layer and every micro-batch's cache on explicit
-  (stage, shard) chips in NumPy; it is used only to check ``per_chip``;
-* the read time of one decoded token: every weight and the micro-batch's cache read once across
-  the E chips of a stage, whatever P, plus one hop per stage. The weight-read floor
-  N_tot b_w / (S W_chip) falls only with the scale-up domain S;
+  needs m = P (1 + P t_hop / T_read) micro-batches (Chapter 3's condition with a stage taking
+  T_read / P), which is m = P when the hops are short against a stage, t_hop << T_read / P; at
+  m = P, P cancels from the KV term: pipelining divides the weights, not the cache, and with
+  slower hops the cache per chip grows with P. ``layout_bytes`` places every layer and every
+  micro-batch's cache on explicit (stage, shard) chips in NumPy; it is used only to check
+  ``per_chip``;
+* the read time of one decoded token: the weights the micro-batch touches (every expert once the
+  batch is large, Chapter 1's t_weights) and its cache, read once across the E chips of a stage
+  whatever P, plus one hop per stage and, per MoE layer, the all-to-all among the E chips. The
+  weight-read floor falls with E, the chips reading; a scale-up domain S >= E keeps that
+  all-to-all on the fast links;
 * the hop itself: a fixed latency plus the micro-batch's activations over the chips' network links;
 * training memory for contrast: bytes per parameter of weights, gradients and optimizer state
   (``catalog.memory_data`` recipes), what each ZeRO stage divides over the data-parallel chips,
@@ -17,18 +22,21 @@ Four pieces, each a SymPy expression first and a NumPy function second:
 
 Like the lecture, c assumes the weights shard perfectly over the E chips of a stage (tensor or
 expert parallel) and the cache over the sequences; ``chalk.moe.placement`` counts the common
-alternative that copies attention on every chip.
+alternative that copies attention on every chip. Tensor-parallel attention copies the cache
+instead (MLA's latent on every rank, GQA heads once the ranks outnumber them), so c is a lower
+bound for both parts.
 """
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import sympy as sp
 
-from . import moe, roofline
+from . import moe, pipeline, roofline
 from .catalog import hardware, memory_data, models, systems
 from .errors import ChalkError, in_range, non_negative, positive, positive_int
-from .notation import (B, C, E, L, N_tot, P, S, W_chip, W_out, b_act, b_g, b_kv, b_opt, b_w, c_chip,
-                       d_model, m, n_DP)
+from .notation import (B, C, E, L, N_rout, N_tot, P, W_chip, W_out, b_act, b_g, b_kv, b_opt, b_w, d_model, k, m,
+                       n_DP, n_exp, t_F)
 from .pipeline import _whole, t_hop  # _whole: a whole number >= 1, or an array of them (sweeps)
 
 # --- memory per chip ---------------------------------------------------------------------------
@@ -54,23 +62,50 @@ fit_expr = sp.Eq(per_chip_busy, C)
 max_batch_expr = sp.simplify(sp.solve(fit_expr, B)[0])
 """The most sequences per micro-batch that fit a chip of capacity C with P stages busy."""
 max_batch_limit = sp.limit(max_batch_expr, P, sp.oo)
-"""C E / (L b_kv): the ceiling no number of stages lifts. Pipelining buys model size, not context."""
+"""C E / (L b_kv): the ceiling no number of busy stages lifts (m = P, micro-batches of whole sequences)."""
+max_batch_any_m_expr = sp.solve(sp.Eq(per_chip_expr, C), B)[0]
+"""(C E P - N_tot b_w) / (m L b_kv): with fewer micro-batches than stages (m < P, stages idle) the
+batch that fits grows with P; it buys context at 1/P of the throughput per stage."""
+crossover_capacity_expr = sp.solve(sp.Eq(weights_per_chip, kv_per_chip_busy.subs(B, max_batch_expr)), P)[0]
+"""2 N_tot b_w / (C E): P* when the micro-batch is the largest that fits (past the balance
+context L*, where capacity and not B* sets it): the cache overtakes the weights once they take
+half of each chip."""
+same_chips_expr = sp.simplify(per_chip_busy - per_chip_expr.subs({E: E * P, P: 1, m: 1, B: P * B}, simultaneous=True))
+"""0: P stages of E chips with m = P micro-batches of B need exactly the memory per chip of one
+stage of E P chips holding the same P B sequences; the two differ only in time per token."""
 
-# --- time per token ----------------------------------------------------------------------------
-weight_floor_expr = weight_bytes / (S * W_chip)
-"""Reading every weight once with all S chips of the scale-up domain reading in parallel."""
+# --- busy micro-batches and time per token ------------------------------------------------------
+T_read = sp.Symbol(r"T_\text{read}", positive=True)
+"""Local to this chapter: one micro-batch's reads for one token, all stages together."""
+n_moe = sp.Symbol(r"n_\text{MoE}", positive=True)
+"""Local to this chapter: the model's MoE layers, each with one all-to-all (dispatch and combine)."""
+t_a2a = sp.Symbol(r"t_\text{a2a}", positive=True)
+"""Local to this chapter: one MoE layer's dispatch and combine among the E chips of a stage."""
+weights_read_bytes = (N_tot - roofline.experts_unread) * b_w
+"""The weights one step of B sequences reads (Chapter 1's t_weights): every dense weight and the
+routed experts some token picks; all N_tot b_w once B is a few times n_exp / k."""
+t_read_expr = (weights_read_bytes + B * L * b_kv) / (E * W_chip)
+"""T_read: the weights a micro-batch touches and its own cache, each read once by the E chips of
+whichever stage holds them; the P stages take turns, so P does not enter."""
+microbatches_busy_expr = sp.expand(pipeline.DECODE_MIN_MICROBATCHES.subs(t_F, T_read / P))
+"""m = P (1 + P t_hop / T_read): Chapter 3's m >= P (1 + t_hop / t_F) with a stage's share t_F =
+T_read / P. It is m = P only while t_hop << T_read / P; past that, slow hops need more
+micro-batches in flight, each with its cache."""
+kv_per_chip_hops = sp.factor(kv_per_chip.subs(m, microbatches_busy_expr))
+"""B L b_kv (1 + P t_hop / T_read) / E: with hops the cache per chip grows linearly with P."""
+weight_floor_expr = weights_read_bytes / (E * W_chip)
+"""The weights a batch of B touches, read by the E chips that hold them (the chips reading)."""
+weight_floor_all_expr = weight_bytes / (E * W_chip)
+"""The same at batches that touch every expert: N_tot b_w / (E W_chip)."""
 t_link = sp.Symbol(r"t_\text{link}", positive=True)
 """Local to this chapter: a hop's fixed latency (NIC, switches, software), before any payload."""
 t_hop_expr = t_link + B * d_model * b_act / (E * W_out)
 """One stage boundary: the fixed latency plus the micro-batch's activations, each of the E chips
 sending its own sequences' share over its own network link."""
-stage_time = (weight_bytes + B * L * b_kv) / (P * E * W_chip)
-"""One micro-batch on one stage: that stage's 1/P of the weights and of the micro-batch's cache,
-read by its E chips."""
-token_time_expr = sp.expand(P * (stage_time + t_hop))
-"""One decoded token of a micro-batch: P stages in turn and P hops (P-1 forward and the loop back
-to the first stage). P cancels from the reads; only the hops grow with it (P >= 2; one stage needs
-no hop)."""
+token_time_expr = sp.expand(P * (T_read / P + t_hop)) + n_moe * t_a2a
+"""One decoded token of a micro-batch: P stages in turn, each its T_read / P, and P hops (P-1
+forward and the loop back to the first stage; one stage needs none), plus one all-to-all per MoE
+layer. P cancels from the reads; only the hops grow with it."""
 
 # --- training memory ---------------------------------------------------------------------------
 ZERO_STAGES = {
@@ -85,25 +120,29 @@ also the weights. Activations, buffers and the layer a stage-3 chip gathers to c
 sharded by any stage."""
 
 _C_ARGS = (N_tot, b_w, m, B, L, b_kv, E, P)
-_T_ARGS = (N_tot, b_w, B, L, b_kv, E, P, W_chip, t_hop)
-_F_ARGS = (N_tot, b_w, S, W_chip)
+_READ_ARGS = (N_tot, N_rout, k, n_exp, b_w, B, L, b_kv, E, W_chip)
 _HOP_ARGS = (t_link, B, d_model, b_act, E, W_out)
 numeric = {
     "per_chip": sp.lambdify(_C_ARGS, per_chip_expr, "numpy"),
     "weights_per_chip": sp.lambdify(_C_ARGS, weights_per_chip, "numpy"),
     "kv_per_chip": sp.lambdify(_C_ARGS, kv_per_chip, "numpy"),
-    "token_time": sp.lambdify(_T_ARGS, token_time_expr, "numpy"),
-    "weight_floor": sp.lambdify(_F_ARGS, weight_floor_expr, "numpy"),
+    "t_read": sp.lambdify(_READ_ARGS, t_read_expr, "numpy"),
+    "token_time": sp.lambdify((T_read, P, t_hop, n_moe, t_a2a), token_time_expr, "numpy"),
+    "microbatches_busy": sp.lambdify((P, t_hop, T_read), microbatches_busy_expr, "numpy"),
+    "weight_floor": sp.lambdify(_READ_ARGS[:6] + (E, W_chip), weight_floor_expr, "numpy"),
     "hop_time": sp.lambdify(_HOP_ARGS, t_hop_expr, "numpy"),
     "crossover_stages": sp.lambdify((N_tot, b_w, B, L, b_kv), crossover_stages_expr, "numpy"),
-    "max_batch": sp.lambdify((C, E, P, N_tot, b_w, L, b_kv), max_batch_expr, "numpy"),
+    "crossover_capacity": sp.lambdify((N_tot, b_w, C, E), crossover_capacity_expr, "numpy"),
+    "max_batch": sp.lambdify((C, E, P, m, N_tot, b_w, L, b_kv), max_batch_any_m_expr, "numpy"),
     "zero": {stage: sp.lambdify((N_tot, b_w, b_g, b_opt, n_DP), expr, "numpy") for stage, expr in ZERO_STAGES.items()},
 }
 """Vectorised NumPy versions of the formulas, each taking its symbols in this order: per-chip ones
-(N_tot, b_w, m, B, L, b_kv, E, P); ``token_time`` (N_tot, b_w, B, L, b_kv, E, P, W_chip, t_hop);
-``weight_floor`` (N_tot, b_w, S, W_chip); ``hop_time`` (t_link, B, d_model, b_act, E, W_out);
-``crossover_stages`` (N_tot, b_w, B, L, b_kv); ``max_batch`` (C, E, P, N_tot, b_w, L, b_kv); each ZeRO
-stage (N_tot, b_w, b_g, b_opt, n_DP)."""
+(N_tot, b_w, m, B, L, b_kv, E, P); ``t_read`` (N_tot, N_routed, k, n_exp, b_w, B, L, b_kv, E,
+W_chip); ``token_time`` (T_read, P, t_hop, n_MoE, t_a2a); ``microbatches_busy`` (P, t_hop, T_read);
+``weight_floor`` (N_tot, N_routed, k, n_exp, b_w, B, E, W_chip); ``hop_time`` (t_link, B,
+d_model, b_act, E, W_out); ``crossover_stages`` (N_tot, b_w, B, L, b_kv); ``crossover_capacity``
+(N_tot, b_w, C, E); ``max_batch`` (C, E, P, m, N_tot, b_w, L, b_kv); each ZeRO stage (N_tot, b_w,
+b_g, b_opt, n_DP)."""
 
 
 # --- inputs ------------------------------------------------------------------------------------
@@ -119,11 +158,20 @@ def _scalar(x):
     return float(x) if np.ndim(x) == 0 else x
 
 
+def _in_flight(microbatches):
+    """m checked: a number >= 1, or an array of them. Not necessarily whole: ``busy_microbatches``
+    gives the micro-batches' worth of sequences a pipeline keeps in flight, a real number."""
+    if isinstance(microbatches, bool) or np.any(np.asarray(positive("microbatches", microbatches), dtype=float) < 1):
+        raise ChalkError(f"microbatches must be a number >= 1, got {microbatches!r}")
+    return microbatches if np.ndim(microbatches) == 0 else np.asarray(microbatches, dtype=float)
+
+
 def _degrees(expert_parallel, stages, microbatches) -> tuple:
-    """E, P and m checked: whole numbers >= 1, P and m also arrays of them (a sweep over depths)."""
+    """E, P and m checked: E and P whole numbers >= 1, P also an array of them (a sweep over
+    depths); m a number >= 1 or an array of them, P by default."""
     E_ = positive_int("expert_parallel", expert_parallel)
     P_ = _whole("stages", stages)
-    m_ = P_ if microbatches is None else _whole("microbatches", microbatches)
+    m_ = P_ if microbatches is None else _in_flight(microbatches)
     return E_, P_, m_
 
 
@@ -160,8 +208,9 @@ def per_chip(model, batch, context, dtype="bf16", expert_parallel=1, stages=1, m
     """Bytes each chip holds: the weights N_tot b_w plus the KV cache of ``microbatches`` x
     ``batch`` sequences of ``context`` tokens, divided by ``expert_parallel`` x ``stages``.
 
-    ``batch`` is sequences per micro-batch; ``microbatches`` defaults to ``stages``, the fewest
-    that keep a decode pipeline busy. Sliding-window layers are counted exactly. The weights and
+    ``batch`` is sequences per micro-batch; ``microbatches`` (a number >= 1) defaults to
+    ``stages``, the fewest that keep a decode pipeline busy when its hops are short against a stage
+    (t_hop << T_read / P; ``busy_microbatches`` counts them for a given hop). Sliding-window layers are counted exactly. The weights and
     the cache are assumed to shard perfectly (``layout_bytes`` shows where they do not). Batch,
     context, stages and micro-batches may be arrays, which broadcast."""
     args = _args(model, batch, context, dtype, expert_parallel, stages, microbatches, kv_bytes_per_element)
@@ -190,12 +239,15 @@ def crossover_stages(model, batch, context, dtype="bf16", kv_bytes_per_element=2
     return _scalar(np.where(ctx > 0, out, np.inf))
 
 
-def max_batch(model, system, context, dtype="bf16", stages=1, kv_bytes_per_element=2, headroom=roofline.HEADROOM):
+def max_batch(model, system, context, dtype="bf16", stages=1, kv_bytes_per_element=2, headroom=roofline.HEADROOM,
+              microbatches=None):
     """Most sequences per micro-batch that fit when every chip of ``system`` is one of the E chips
-    of a stage and P = ``stages`` stages are kept busy (m = P): ``max_batch_expr`` with C the
-    chip's usable HBM. 0 when the weights alone do not fit; inf at context 0."""
+    of a stage, with P = ``stages`` stages and ``microbatches`` micro-batches in flight (m = P, the
+    busy pipeline with short hops, by default): ``max_batch_any_m_expr`` with C the chip's usable
+    HBM. 0 when the weights alone do not fit; inf at context 0."""
     mdl, sys_ = _model(model), _system(system)
     P_ = positive_int("stages", stages)
+    m_ = P_ if microbatches is None else _in_flight(microbatches)
     non_negative("context", context)
     in_range("headroom", headroom, 0, 0.99)
     usable = sys_.chip.hbm_capacity * (1 - headroom)
@@ -204,9 +256,42 @@ def max_batch(model, system, context, dtype="bf16", stages=1, kv_bytes_per_eleme
         return 0.0
     if not context:
         return math.inf
-    most = numeric["max_batch"](usable, sys_.count, P_, mdl.total_params, b, float(context),
+    most = numeric["max_batch"](usable, sys_.count, P_, m_, mdl.total_params, b, float(context),
                                 float(_effective_b_kv(mdl, context, kv_bytes_per_element)))
     return float(math.floor(most + 1e-9))
+
+
+@dataclass(frozen=True)
+class Crossover:
+    """Where the cache overtakes the weights at the batch a stage would run."""
+    stages: float
+    """P*: more stages than this (m = P) and each chip holds more cache than weights."""
+    batch: float
+    """Sequences per micro-batch at P*: the balance batch B*(L), or the largest that fits there."""
+    capacity_bound: bool
+    """True when capacity, not the balance batch, sets the batch (always past L*, where B* is inf)."""
+
+
+def crossover_at_balance(model, system, context, dtype="bf16", kv_bytes_per_element=2,
+                         headroom=roofline.HEADROOM) -> Crossover:
+    """P* at the micro-batch a stage of ``system`` would run: the balance batch B*(L) of Chapter 1
+    (``roofline.balance_batch`` at this context, inf past L*) when it fits, else the largest that
+    fits, B_max(P). The batch grows with P, and so does the cache's share, so P* is the larger of
+    N_tot b_w / (B* L b_kv) and 2 N_tot b_w / (C E), where the weights take half of each chip."""
+    mdl, sys_ = _model(model), _system(system)
+    positive("context", context)
+    in_range("headroom", headroom, 0, 0.99)
+    b = hardware.bytes_per_weight(dtype)
+    usable = sys_.chip.hbm_capacity * (1 - headroom)
+    b_star = roofline.balance_batch(sys_.chip, mdl, dtype, context, kv_bytes_per_element)
+    by_balance = crossover_stages(mdl, b_star, context, dtype, kv_bytes_per_element) if math.isfinite(b_star) else 0.0
+    by_capacity = float(numeric["crossover_capacity"](mdl.total_params, b, usable, sys_.count))
+    if by_balance >= by_capacity:
+        return Crossover(by_balance, b_star, False)
+    b_kv_ = float(_effective_b_kv(mdl, context, kv_bytes_per_element))
+    fits = float(numeric["max_batch"](usable, sys_.count, by_capacity, by_capacity, mdl.total_params, b,
+                                      float(context), b_kv_))
+    return Crossover(by_capacity, fits, True)
 
 
 # --- the independent check ---------------------------------------------------------------------
@@ -277,12 +362,51 @@ def layout_bytes(model, batch, context, dtype="bf16", expert_parallel=1, stages=
 
 
 # --- time per token ----------------------------------------------------------------------------
-def weight_floor(model, system, dtype="bf16"):
-    """Seconds to read every weight once with all chips of ``system``'s scale-up domain reading in
-    parallel: N_tot b_w / (S W_chip). No batch, context or pipelining lowers it."""
+def _reading(model, system, dtype, expert_parallel) -> tuple:
+    """(model, N_tot, N_routed, k, n_exp, b_w, E, W_chip) of E chips of ``system`` reading
+    ``model``; E is every chip of the system unless ``expert_parallel`` says otherwise (E > S
+    spans several systems). A dense model routes nothing (N_routed = 0, k = n_exp = 1)."""
     mdl, sys_ = _model(model), _system(system)
-    return float(numeric["weight_floor"](mdl.total_params, hardware.bytes_per_weight(dtype), sys_.count,
-                                         sys_.chip.hbm_bandwidth))
+    E_ = sys_.count if expert_parallel is None else positive_int("expert_parallel", expert_parallel)
+    k_, n_ = (mdl.moe["experts_per_token"], mdl.moe["n_routed_experts"]) if mdl.moe else (1, 1)
+    return (mdl, mdl.total_params, mdl.routed_expert_params, k_, n_, hardware.bytes_per_weight(dtype), E_,
+            sys_.chip.hbm_bandwidth)
+
+
+def weight_floor(model, system, dtype="bf16", batch=None, expert_parallel=None):
+    """Seconds for the E chips that hold the weights (``expert_parallel``; every chip of ``system``
+    by default) to read them once. With ``batch`` None, at batches that touch every expert:
+    N_tot b_w / (E W_chip). With a batch of B sequences, only the experts it touches (Chapter 1's
+    t_weights): N_act b_w / (E W_chip) at B = 1. No pipelining lowers it; E beyond the scale-up
+    domain puts each MoE layer's all-to-all on the network (``token_time``'s ``alltoall``)."""
+    mdl, n, routed, k_, n_, b, E_, W_ = _reading(model, system, dtype, expert_parallel)
+    B_ = np.inf if batch is None else np.asarray(non_negative("batch", batch), dtype=float)
+    return _scalar(numeric["weight_floor"](n, routed, k_, n_, b, B_, E_, W_))
+
+
+def read_time(model, system, batch, context, dtype="bf16", kv_bytes_per_element=2, expert_parallel=None):
+    """T_read: seconds for one micro-batch of ``batch`` sequences to read, once, the weights it
+    touches and its own cache of ``context`` tokens, over E chips (every chip of ``system``
+    unless ``expert_parallel`` says otherwise). A pipeline's stages share it out; P does not enter."""
+    mdl, n, routed, k_, n_, b, E_, W_ = _reading(model, system, dtype, expert_parallel)
+    non_negative("batch", batch)
+    non_negative("context", context)
+    return _scalar(numeric["t_read"](n, routed, k_, n_, b, np.asarray(batch, dtype=float), np.asarray(context, dtype=float),
+                                     _effective_b_kv(mdl, context, kv_bytes_per_element), E_, W_))
+
+
+def busy_microbatches(model, system, batch, context, stages, hop=0.0, dtype="bf16", kv_bytes_per_element=2,
+                      expert_parallel=None):
+    """Micro-batches in flight that keep every stage busy when each hop takes ``hop`` seconds,
+    each stage being a ``system``: m = P (1 + P t_hop / T_read) (``microbatches_busy_expr``), P
+    itself at ``hop`` 0 (the no-hop limit); one stage has no hop and needs one. A real number: the
+    micro-batches' worth of sequences in flight, which sets the cache (whole micro-batches round it
+    up; P of them leave each stage idle a fraction 1 - P/m). ``stages``, ``batch`` and
+    ``context`` may be arrays, which broadcast."""
+    P_ = _whole("stages", stages)
+    non_negative("hop", hop)
+    T = read_time(model, system, batch, context, dtype, kv_bytes_per_element, expert_parallel)
+    return _scalar(numeric["microbatches_busy"](P_, np.where(np.asarray(P_) > 1, float(hop), 0.0), T))
 
 
 def hop_time(model, system, batch, latency, bytes_per_element=2):
@@ -297,20 +421,19 @@ def hop_time(model, system, batch, latency, bytes_per_element=2):
                                        sys_.count, sys_.chip.scale_out_bandwidth))
 
 
-def token_time(model, system, batch, context, stages=1, hop=0.0, dtype="bf16", kv_bytes_per_element=2):
+def token_time(model, system, batch, context, stages=1, hop=0.0, dtype="bf16", kv_bytes_per_element=2,
+               alltoall=0.0, expert_parallel=None):
     """Lower bound on one decoded token's time per micro-batch of ``batch`` sequences when each of
-    ``stages`` stages is a whole ``system`` (E = its chips): every weight and the micro-batch's
-    cache read once by a stage's chips, plus ``hop`` seconds per stage (none for one stage).
-    Memory reads only: the matmuls overlap them (Chapter 1)."""
-    mdl, sys_ = _model(model), _system(system)
-    non_negative("batch", batch)
-    non_negative("context", context)
+    ``stages`` stages is a whole ``system`` (E = its chips, or ``expert_parallel``): T_read (the
+    weights the micro-batch touches and its cache, read once by a stage's chips), plus ``hop``
+    seconds per stage (none for one stage) and ``alltoall`` seconds per MoE layer (not counted by
+    default; Chapter 2's ``moe.layer_times(...).communication`` gives it). Memory reads only: the matmuls overlap them (Chapter 1)."""
+    mdl = _model(model)
     P_ = positive_int("stages", stages)
     non_negative("hop", hop)
-    t = numeric["token_time"](mdl.total_params, hardware.bytes_per_weight(dtype), np.asarray(batch, dtype=float),
-                              np.asarray(context, dtype=float), _effective_b_kv(mdl, context, kv_bytes_per_element),
-                              sys_.count, P_, sys_.chip.hbm_bandwidth, hop if P_ > 1 else 0.0)
-    return _scalar(t)
+    non_negative("alltoall", alltoall)
+    T = read_time(mdl, system, batch, context, dtype, kv_bytes_per_element, expert_parallel)
+    return _scalar(numeric["token_time"](T, P_, hop if P_ > 1 else 0.0, mdl.n_moe_layers, alltoall))
 
 
 # --- training memory ---------------------------------------------------------------------------

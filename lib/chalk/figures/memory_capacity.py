@@ -1,9 +1,12 @@
 """Chapter 4's figures, live explorer and static twin: memory per chip against pipeline stages and
-context, and the time to read a token's bytes against the scale-up domain.
+context, and the time to read a token's bytes against the chips reading.
 
+The chapter's static figures hold m = P micro-batches in flight (hops short against a stage); the
+explorer and the twin hold the micro-batches that keep the stages busy with the hop the reader
+picks (``memory.busy_microbatches``), so slow hops show their cost in memory as well as in time.
 Every number drawn or printed comes from ``chalk.memory`` (``per_chip_parts``, ``max_batch``,
-``weight_floor``, ``token_time``, ``hop_time``, ``layout_bytes``) and the catalog; nothing here
-computes a byte itself. Each static figure says what it shows (``canvas.describe``) with its
+``busy_microbatches``, ``weight_floor``, ``token_time``, ``hop_time``, ``layout_bytes``) and the
+catalog; nothing here computes a byte itself. Each static figure says what it shows (``canvas.describe``) with its
 ``*_alt`` function, from the same numbers.
 """
 import html
@@ -26,7 +29,7 @@ COLORS = {"weights": "#0072B2", "kv": "#E69F00", "total": "#000000", "hbm": "#D5
           "floor": "#009E73", "hops": "#56B4E9", "lecture": "#999999"}
 HATCH = "//"
 STAGES = (1, 2, 3, 4, 6, 8, 12, 16)
-"""Pipeline depths drawn: m = P micro-batches each."""
+"""Pipeline depths drawn."""
 CONTEXTS = np.logspace(2, 6, 61)
 """Contexts drawn: 100 tokens to 1 M."""
 DOMAINS = np.logspace(0, 4, 41)
@@ -54,28 +57,42 @@ def _decades(values) -> tuple[float, float]:
 
 
 @lru_cache(maxsize=256)
-def stage_parts(model, system, dtype, batch, context) -> tuple[np.ndarray, np.ndarray]:
-    """(weights, cache) per chip in bytes at each of ``STAGES``, m = P, E = the system's chips."""
-    return mem.per_chip_parts(model, batch, context, dtype, systems.get(system).count, np.array(STAGES))
+def stage_microbatches(model, system, dtype, batch, context, hop=None) -> np.ndarray:
+    """Micro-batches in flight at each of ``STAGES``: P when ``hop`` is None (the no-hop limit),
+    else the fewest that keep every stage busy with hops of ``hop`` seconds (``busy_microbatches``)."""
+    if hop is None:
+        return np.array(STAGES)
+    return np.asarray(mem.busy_microbatches(model, system, batch, context, np.array(STAGES), hop, dtype), dtype=float)
 
 
 @lru_cache(maxsize=256)
-def context_parts(model, system, dtype, batch, stages) -> tuple[np.ndarray, np.ndarray]:
-    """(weights, cache) per chip in bytes over ``CONTEXTS`` at ``stages`` stages."""
-    w, k = mem.per_chip_parts(model, batch, CONTEXTS, dtype, systems.get(system).count, stages)
+def stage_parts(model, system, dtype, batch, context, hop=None) -> tuple[np.ndarray, np.ndarray]:
+    """(weights, cache) per chip in bytes at each of ``STAGES``, E = the system's chips, with
+    ``stage_microbatches`` in flight (m = P when ``hop`` is None)."""
+    return mem.per_chip_parts(model, batch, context, dtype, systems.get(system).count, np.array(STAGES),
+                              stage_microbatches(model, system, dtype, batch, context, hop))
+
+
+@lru_cache(maxsize=256)
+def context_parts(model, system, dtype, batch, stages, hop=None) -> tuple[np.ndarray, np.ndarray]:
+    """(weights, cache) per chip in bytes over ``CONTEXTS`` at ``stages`` stages, m = P when ``hop``
+    is None, else the micro-batches that keep the stages busy at each context."""
+    m = None if hop is None else mem.busy_microbatches(model, system, batch, CONTEXTS, stages, hop, dtype)
+    w, k = mem.per_chip_parts(model, batch, CONTEXTS, dtype, systems.get(system).count, stages, m)
     return np.broadcast_to(w, CONTEXTS.shape), k
 
 
 @lru_cache(maxsize=64)
 def floor_line(model, system, dtype) -> np.ndarray:
-    """Weight-read floor in seconds over ``DOMAINS`` chips of ``system``'s chip."""
-    one = mem.weight_floor(model, systems.System("one", "one chip", systems.get(system).chip, 1, "", ""), dtype)
-    return one / DOMAINS
+    """Weight-read floor in seconds (batches that touch every expert) over ``DOMAINS`` chips of
+    ``system``'s chip reading."""
+    return mem.weight_floor(model, system, dtype, expert_parallel=1) / DOMAINS
 
 
 @lru_cache(maxsize=64)
 def catalog_floors(model, dtype) -> list[tuple[str, int, float]]:
-    """(system, S, weight floor s) for every catalog system, sorted by S."""
+    """(system, S, weight floor s) for every catalog system with all its S chips reading (E = S),
+    at batches that touch every expert, sorted by S."""
     rows = [(s.name, s.count, mem.weight_floor(model, s, dtype)) for s in systems.catalog_systems().values()]
     return sorted(rows, key=lambda r: (r[1], r[2]))
 
@@ -94,7 +111,7 @@ def stages_figure(model="deepseek-v3", system="gb200-nvl72", dtype="fp8", batch=
                label="KV cache, B L b_kv / E (m = P)")
         ax.axhline(_usable(system) / GB, color=COLORS["hbm"], ls="--", lw=1.4, label="usable HBM per chip")
         ax.set_xticks(x, [str(p) for p in STAGES])
-        ax.set_xlabel("pipeline stages P (m = P micro-batches in flight)")
+        ax.set_xlabel("pipeline stages P (m = P micro-batches in flight: hops short against a stage)")
         ax.set_ylabel("GB per chip")
         ax.set_title(f"{models.get(model).display} in {dtype}, {batch:,} sequences per micro-batch, "
                      f"L = {context:,}, E = {systems.get(system).count}", fontsize=8.5)
@@ -156,8 +173,8 @@ def context_alt(model="llama-3.1-405b", system="hgx-h100", dtype="bf16", batch=1
 
 
 def floor_figure(model="deepseek-v3", dtype="fp8", width=6.4, height=3.6):
-    """The weight-read floor N_tot b_w / (S W_chip) against the domain size S for two chips, and
-    every catalog system at its own S (a Figure)."""
+    """The weight-read floor N_tot b_w / (E W_chip) against the chips reading E for two chips, at
+    batches that touch every expert, and every catalog system with its S chips reading (a Figure)."""
     rows = catalog_floors(model, dtype)
     fig, (ax,) = new_figure(width, height)
     markers = "osD^v<>ph*XPd8H"  # one shape per catalog system
@@ -170,9 +187,10 @@ def floor_figure(model="deepseek-v3", dtype="fp8", width=6.4, height=3.6):
         ax.axhline(memory_data.LECTURE["step_ms"], color=COLORS["lecture"], ls=":", label="the lecture's 20 ms step")
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlabel("chips reading the weights in parallel (scale-up domain S)")
+        ax.set_xlabel("chips reading the weights in parallel, E (a catalog system: E = S)")
         ax.set_ylabel("weight-read floor (ms per token)")
-        ax.set_title(f"{models.get(model).display} in {dtype}: N_tot b_w / (S W_chip)", fontsize=8.5)
+        ax.set_title(f"{models.get(model).display} in {dtype}, every expert read: N_tot b_w / (E W_chip)",
+                     fontsize=8.5)
         ax.legend(loc="lower left", frameon=False, fontsize=6.5, ncol=2)
         fig.tight_layout()
     return describe(fig, floor_alt(model, dtype))
@@ -182,7 +200,7 @@ def floor_alt(model="deepseek-v3", dtype="fp8") -> str:
     rows = catalog_floors(model, dtype)
     fastest, slowest = min(rows, key=lambda r: r[2]), max(rows, key=lambda r: r[2])
     return (f"Log-log lines of the time to read {models.get(model).display}'s weights once against the number of "
-            f"chips reading them, falling as 1/S; catalog systems as markers, from {1e3 * slowest[2]:.1f} ms on "
+            f"chips reading them, falling as 1/E, at batches that touch every expert; catalog systems as markers, from {1e3 * slowest[2]:.1f} ms on "
             f"{slowest[0]} (S = {slowest[1]}) to {1e3 * fastest[2]:.2f} ms on {fastest[0]} (S = {fastest[1]}).")
 
 
@@ -365,7 +383,7 @@ class MemoryFigure:
             self.pick = a.plot([], [], "v", ms=8, color=COLORS["point"], mec="black", clip_on=False)[0]
             a.set_xticks(x, [str(p) for p in STAGES])
             a.set_ylim(0, PERCENT_TOP)
-            a.set_xlabel("stages P (m = P)")
+            a.set_xlabel("stages P (m keeps them busy at this hop)")
             a.set_ylabel("% of a chip's usable HBM")
             a.set_title("against pipeline stages")
             b.set_xscale("log")
@@ -387,14 +405,14 @@ class MemoryFigure:
             c.set_xlim(DOMAINS[0], DOMAINS[-1])
             c.set_ylim(*MS_LIMITS)
             self.floor = c.plot([], [], color=COLORS["floor"], ls="-.", lw=1.8,
-                                label="weight-read floor N b_w / (S W_chip)")[0]
+                                label="weight-read floor N b_w / (E W_chip), every expert")[0]
             self.systems = c.plot([], [], "s", ms=5, color=COLORS["floor"], mec="black", label="catalog systems")[0]
             self.token = c.plot([], [], "o", ms=8, color=COLORS["point"], mec="black", label="this token: reads + hops")[0]
             step = c.axhline(memory_data.LECTURE["step_ms"], color=COLORS["lecture"], ls=(0, (1, 3)), lw=1.2,
                              label="the lecture's 20 ms")
-            c.set_xlabel("chips reading in parallel, S")
+            c.set_xlabel("chips reading in parallel, E (= S for a catalog system)")
             c.set_ylabel("ms per token")
-            c.set_title("against the scale-up domain")
+            c.set_title("against the chips reading")
             handles = [self.w_bars, self.k_bars, hbm, self.total_l, self.kv_l, self.w_l, self.floor,
                        self.systems, self.token, step]
             self.fig.legend(handles=handles, loc="lower center", ncol=5, frameon=False, fontsize=7.5)
@@ -408,9 +426,11 @@ class MemoryFigure:
         """Move every artist to one set of parameters; returns the numbers the readout prints."""
         count = systems.get(system).count
         usable = _usable(system)
-        w, k = stage_parts(model, system, dtype, batch, context)
-        wl, kl = context_parts(model, system, dtype, batch, stages)
-        view = (model, system, dtype, batch, context, stages)
+        t_hop = mem.hop_time(model, system, batch, hop)
+        # The micro-batches that keep the stages busy depend on the hop (m = P only for short ones).
+        w, k = stage_parts(model, system, dtype, batch, context, t_hop)
+        wl, kl = context_parts(model, system, dtype, batch, stages, t_hop)
+        view = (model, system, dtype, batch, context, stages, hop)
         if view != self._view:
             self._view = view
             self.note.set_text("")
@@ -426,7 +446,6 @@ class MemoryFigure:
             self.floor.set_data(DOMAINS, 1e3 * floor_line(model, system, dtype))
             rows = catalog_floors(model, dtype)
             self.systems.set_data([r[1] for r in rows], [1e3 * r[2] for r in rows])
-        t_hop = mem.hop_time(model, system, batch, hop)
         token = mem.token_time(model, system, batch, context, stages, t_hop, dtype)
         i = STAGES.index(stages)
         self.pick.set_data([i], [min(100 * (w[i] + k[i]) / usable, PERCENT_TOP)])
@@ -434,6 +453,7 @@ class MemoryFigure:
         self.here_l.set_data([min(max(context, CONTEXTS[0]), CONTEXTS[-1])], [here / usable])
         self.token.set_data([count], [1e3 * token])
         return {"weights": w[i], "kv": k[i], "usable": usable, "token": token, "hop": t_hop,
+                "microbatches": float(stage_microbatches(model, system, dtype, batch, context, t_hop)[i]),
                 "floor": mem.weight_floor(model, system, dtype), "count": count}
 
     def message(self, text: str):
@@ -457,22 +477,25 @@ def readout(model, system, dtype, batch, context, stages, hop, numbers: dict) ->
     fits = total <= numbers["usable"]
     verdict = "fits" if fits else f"<b style=\"color:#b00\">does not fit</b> (short by {(total - numbers['usable']) / GB:,.1f} GB)"
     p_star = mem.crossover_stages(model, batch, context, dtype) if batch and context else math.inf
-    cross = ("the cache outweighs the weights at every depth" if p_star < 1 else
-             f"the cache outweighs the weights beyond P* = {p_star:,.2g} stages" if math.isfinite(p_star)
+    cross = ("with m = P the cache outweighs the weights at every depth" if p_star < 1 else
+             f"with m = P the cache outweighs the weights beyond P* = {p_star:,.2g} stages" if math.isfinite(p_star)
              else "no cache at this batch and context")
-    most = mem.max_batch(model, system, context, dtype, stages)
+    most = mem.max_batch(model, system, context, dtype, stages, microbatches=numbers["microbatches"])
     ceiling = mem.max_batch(model, system, context, dtype, 10**9)
     most_text = ("the weights alone do not fit" if most == 0 else
-                 f"largest micro-batch that fits: {number(most)} sequences ({number(ceiling)} with unlimited stages)"
-                 if math.isfinite(most) else "any micro-batch fits at zero context")
+                 f"largest micro-batch that fits with these m: {number(most)} sequences ({number(ceiling)} with "
+                 f"unlimited stages and instant hops)" if math.isfinite(most) else "any micro-batch fits at zero context")
     hops = f" + {stages} hops of {1e6 * numbers['hop']:,.0f} µs" if stages > 1 else ""
+    m_ = numbers["microbatches"]
+    busy = (f"m = {number(m_)} micro-batches' worth in flight (P would do with instant hops)"
+            if m_ > stages * 1.0005 else f"m = {stages} micro-batch{'es' if stages > 1 else ''}")
     return (f"{html.escape(models.get(model).display)} in {dtype} on P = {stages} stage{'s' if stages > 1 else ''} "
-            f"of {html.escape(sys_.display)} (E = {sys_.count}), m = {stages} micro-batch{'es' if stages > 1 else ''} "
+            f"of {html.escape(sys_.display)} (E = {sys_.count}), {busy} "
             f"of B = {number(batch)} at L = {number(context)}: per chip <b>{numbers['weights'] / GB:,.2f} GB of weights "
             f"+ {numbers['kv'] / GB:,.2f} GB of cache = {total / GB:,.2f} GB</b> of {numbers['usable'] / GB:,.0f} GB "
             f"usable, {verdict} &middot; {cross} &middot; {most_text}<br>"
             f"token &ge; {1e3 * numbers['token']:,.3g} ms: reads over E = {sys_.count} chips{hops}; the weights alone "
-            f"take {1e3 * numbers['floor']:,.3g} ms on S = {sys_.count}")
+            f"take {1e3 * numbers['floor']:,.3g} ms on S = {sys_.count} at batches that touch every expert")
 
 
 SESSION = [
@@ -522,41 +545,50 @@ TWIN_BATCHES = (64, 512)
 TWIN_LINK = 10e-6
 """The twin's measured-scale hop latency before payload: NCCL's model of a network step is 9 to
 22 µs with its base latency (``memory_data``)."""
-TEMPLATES = ["P = {stages}: {w_gb} GB of weights + {kv_gb} GB of cache = {total_gb} GB per chip of "
-             "{usable_gb} GB usable; token at least {t_ms} ms ({t_lecture_ms} ms with the lecture's hops); "
+TEMPLATES = ["P = {stages}, m = {m} micro-batches' worth in flight: {w_gb} GB of weights + {kv_gb} GB of cache = "
+             "{total_gb} GB per chip of {usable_gb} GB usable; with the lecture's hops m = {m_lecture} and "
+             "{total_lecture_gb} GB. Token at least {t_ms} ms ({t_lecture_ms} ms with the lecture's hops); "
              "weights alone {floor_ms} ms on S = {count}",
-             "!P = {stages}: {total_gb} GB per chip does not fit in {usable_gb} GB usable (short by {short_gb} GB)"]
+             "!P = {stages}, m = {m}: {total_gb} GB per chip does not fit in {usable_gb} GB usable (short by "
+             "{short_gb} GB; {total_lecture_gb} GB with the lecture's hops)"]
 
 
 def twin_view(model, system, dtype, context, batch) -> dict:
-    """One view: every series and readout value at each stop of the stages slider."""
+    """One view: every series and readout value at each stop of the stages slider. Memory is drawn
+    with the micro-batches that keep the stages busy at each hop: the measured-scale one (m close
+    to P) and the lecture's."""
+    measured = mem.hop_time(model, system, batch, TWIN_LINK)
+    lecture = lecture_hop()
     try:
-        w, k = stage_parts(model, system, dtype, batch, context)
+        w, k = stage_parts(model, system, dtype, batch, context, measured)
+        _, k_lecture = stage_parts(model, system, dtype, batch, context, lecture)
     except ChalkError as e:
         return {"message": str(e)}
     usable = _usable(system)
     count = systems.get(system).count
-    measured = mem.hop_time(model, system, batch, TWIN_LINK)
-    lecture = lecture_hop()
     reads = np.array([mem.token_time(model, system, batch, context, p, 0.0, dtype) for p in STAGES])
     hops = np.array([0 if p == 1 else p for p in STAGES], dtype=float)
     t_measured, t_lecture = reads + hops * measured, reads + hops * lecture
     floor = mem.weight_floor(model, system, dtype)
-    total = w + k
+    total, total_lecture = w + k, w + k_lecture
     fits = total <= usable
     top = _nice(1.1 * max(total.max(), usable) / GB)
     low, high = _decades(np.r_[1e3 * t_lecture, 1e3 * floor])
     return {"panels": [
         {"ylim": [0, top], "series": {"weights": twin.rounded(w / GB), "kv": twin.rounded(k / GB),
                                       "total": twin.rounded(total / GB),
+                                      "total_lecture": twin.rounded(total_lecture / GB),  # may leave the plot: clipped
                                       "hbm": twin.rounded(np.full(len(STAGES), usable / GB))}},
         {"ylim": [low, high], "series": {"reads": twin.rounded(1e3 * reads), "measured": twin.rounded(1e3 * t_measured),
                                          "lecture": twin.rounded(1e3 * t_lecture),
                                          "floor": twin.rounded(np.full(len(STAGES), 1e3 * floor))}}],
         "readout": {"pick": [0 if ok else 1 for ok in fits],
                     "values": {"w_gb": twin.rounded(w / GB), "kv_gb": twin.rounded(k / GB),
-                               "total_gb": twin.rounded(total / GB), "t_ms": twin.rounded(1e3 * t_measured),
-                               "t_lecture_ms": twin.rounded(1e3 * t_lecture),
+                               "total_gb": twin.rounded(total / GB), "total_lecture_gb": twin.rounded(total_lecture / GB),
+                               "m": twin.rounded(stage_microbatches(model, system, dtype, batch, context, measured)),
+                               "m_lecture": twin.rounded(stage_microbatches(model, system, dtype, batch, context,
+                                                                            lecture)),
+                               "t_ms": twin.rounded(1e3 * t_measured), "t_lecture_ms": twin.rounded(1e3 * t_lecture),
                                "short_gb": twin.rounded(np.where(fits, np.nan, (total - usable) / GB))},
                     "constants": {"usable_gb": twin.rounded(usable / GB)[0], "floor_ms": twin.rounded(1e3 * floor)[0],
                                   "count": count}}}
@@ -570,7 +602,7 @@ def twin_data() -> dict:
         twin.select("dtype", "weights", [(d, d) for d in TWIN_DTYPES]),
         twin.select("context", "context (tokens)", [(c, f"{c:,}") for c in TWIN_CONTEXTS]),
         twin.select("batch", "micro-batch (sequences)", [(b, f"{b:,}") for b in TWIN_BATCHES]),
-        twin.slider("stages", "pipeline stages P (m = P)", STAGES, 4),
+        twin.slider("stages", "pipeline stages P", STAGES, 4),
     ]
     xlabel = "pipeline stages P"
     panels = [twin.chart("memory per chip", xlabel, "GB per chip", xscale="linear", yscale="linear",
@@ -578,8 +610,11 @@ def twin_data() -> dict:
               twin.chart("time per token (lower bound)", xlabel, "ms per token", xscale="linear", yscale="log",
                          point=("measured", "point"))]
     styles = {"weights": twin.line_style("weights per chip", COLORS["weights"], 2, "12 3"),
-              "kv": twin.line_style("KV cache per chip (m = P)", COLORS["kv"], 2, "6 3"),
+              "kv": twin.line_style(f"KV cache per chip, m busy with {1e6 * TWIN_LINK:.0f} µs hops", COLORS["kv"], 2,
+                                    "6 3"),
               "total": twin.line_style("weights + cache", COLORS["total"], 2.6),
+              "total_lecture": twin.line_style("weights + cache, m busy with the lecture's hops", COLORS["lecture"],
+                                               1.8, "2 3"),
               "hbm": twin.line_style("usable HBM per chip", COLORS["hbm"], 1.4, "2 3"),
               "reads": twin.line_style("reads only", COLORS["weights"], 1.6, "6 3"),
               "measured": twin.line_style(f"with hops of {1e6 * TWIN_LINK:.0f} µs + payload", COLORS["total"], 2.2),

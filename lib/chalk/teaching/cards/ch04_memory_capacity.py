@@ -1,5 +1,8 @@
 """Chapter 4 (memory capacity): the numbers its flashcards quote and the figures they show.
 
+P* is quoted at the batch a stage would run (``memory.crossover_at_balance``: the balance batch
+where it fits), as the chapter computes it, not at an arbitrary micro-batch.
+
 Every number is computed from ``chalk.memory`` and the catalog, for the chapter's own scenarios
 (Llama 3.1 405B in BF16 on HGX H100 stages; DeepSeek-V3 in FP8 on GB200 NVL72 racks); none is an
 answer of the problem set, whose scenarios differ. The figures are the chapter's, redrawn at card size.
@@ -13,6 +16,11 @@ from ...roofline import HEADROOM
 _LLAMA = dict(model="llama-3.1-405b", system="hgx-h100", dtype="bf16", batch=16, context=32768)
 _DS = dict(model="deepseek-v3", dtype="fp8", batch=1024, context=4096)
 _GB = 1e9
+
+
+def _ds_crossing() -> memory.Crossover:
+    """DeepSeek-V3 on GB200 NVL72 stages at 4,096 tokens: P* at the balance batch, which fits there."""
+    return memory.crossover_at_balance(_DS["model"], "gb200-nvl72", _DS["context"], _DS["dtype"])
 
 
 def _llama_parts(stages: int):
@@ -97,8 +105,9 @@ VALUES: dict[str, Callable[[], str]] = {
     "mc_train_70b_tb": lambda: f"{memory.training_state_bytes('llama-3-70b') / 1e12:.2f}",
     "mc_copy_factor": _copy_factor,
     "mc_decode_gpus": lambda: f"{memory_data.deployment('deepseek-v3-decode')['gpus']:.0f}",
-    "mc_ds_p_star": lambda: f"{memory.crossover_stages(_DS['model'], _DS['batch'], _DS['context'], _DS['dtype']):.2f}",
-    "mc_ds_batch": lambda: f"{_DS['batch']:,}",
+    "mc_ds_p_star": lambda: f"{_ds_crossing().stages:.2f}",
+    "mc_l405_p_star": lambda: f"{memory.crossover_at_balance(_LLAMA['model'], _LLAMA['system'], 4096, _LLAMA['dtype']).stages:.1f}",
+    "mc_ds_batch": lambda: f"{_ds_crossing().batch:,.0f}",
     "mc_ds_ctx": lambda: f"{_DS['context']:,}",
     "mc_deepep_tokens": lambda: f"{memory_data.LATENCIES['deepep-low-latency']['tokens']:.0f}",
     "mc_adam_w": lambda: f"{memory_data.recipe('zero-mixed-adam').weights:g}",

@@ -38,7 +38,7 @@ PLOT = dict(model="deepseek-v3", system="hgx-h200", dtype="bf16", batch=256, con
 LAYOUT = dict(model="jamba-v0.1", dtype="bf16", expert_parallel=8, stages=3, batch=32, context=32768)
 """``fullest_chip_ratio``: the placement's fullest chip over the formula."""
 SPILL = dict(model="llama-3.1-70b", tier="lpddr5x-gb300-nvl72", context=131072)
-"""``lpddr_sequences``: sequences whose BF16 cache fits the LPDDR5X of a GB300 NVL72 rack."""
+"""``lpddr_sequences``: sequences whose BF16 cache can be parked in the LPDDR5X of a GB300 NVL72 rack."""
 
 
 def _per_chip(microbatches=None, dtype=PER_CHIP["dtype"], batch=PER_CHIP["batch"]) -> float:
@@ -204,7 +204,8 @@ EXERCISES = (
         unit="ms", rel_tol=0.01,
         hint="N_tot b_w / (S W_chip): every weight read once, all S GPUs reading in parallel.",
         mistakes=(
-            Mistake("the floor reads every expert, not only the active ones: use N_tot.",
+            Mistake("that is what one token reads, its active experts; reading the weights once, as a batch that "
+                    "touches every expert does, means all of them: N_tot.",
                     value=lambda: _floor_ms(params="active")),
             Mistake("all the GPUs of the domain read at once: divide by S.", value=lambda: _floor_ms(chips=1)),
             Mistake("the weights are FP8, 1 byte each.", value=lambda: _floor_ms(dtype="bf16")),
@@ -278,7 +279,8 @@ EXERCISES = (
         id="lpddr_sequences",
         expected=lambda: _spill(),
         unit="sequences (a whole number)", rel_tol=0.01,
-        hint="the tier's capacity over one sequence's cache, memory.kv_per_sequence(model, context).",
+        hint="the tier's capacity over one sequence's cache, memory.kv_per_sequence(model, context): caches "
+             "parked there, to be swapped back into HBM before they decode.",
         mistakes=(
             Mistake("the cache is BF16: 2 bytes per element.", value=lambda: _spill(bytes_per_element=1)),
             Mistake("the catalog's TB are 10^12 bytes, not 2^40.", value=lambda: _spill(tib=True)),
