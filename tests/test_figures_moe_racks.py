@@ -30,6 +30,12 @@ def test_readout_is_the_placement_and_the_layer_times(explorer):
     assert numbers_after(text, r"weights \+") == pytest.approx(p.kv_bytes / 1e9, abs=0.05)
     one = moe.layer_times("deepseek-v3", "gb200-nvl72", batch, "fp8", chips=64)
     assert numbers_after(text, "all-to-all") == pytest.approx(1e6 * one.communication, rel=5e-3)
+    two = {dedup: moe.layer_times("deepseek-v3", "gb200-nvl72", 2 * batch, "fp8", domains=2, chips=64, dedup=dedup)
+           for dedup in (False, True)}
+    assert numbers_after(text, r"this batch\)") == pytest.approx(1e6 * two[False].communication, rel=5e-3)
+    assert numbers_after(text, "every choice,") == pytest.approx(1e6 * two[True].communication, rel=5e-3)
+    # the readout names what the nominal times leave out, with the fitted fixed cost per call
+    assert f"add about {1e6 * moe.MEASURED.alpha:.0f} µs each" in text
 
 
 def test_a_model_that_does_not_fit_says_so(explorer):
@@ -101,6 +107,8 @@ def test_twin_views_are_chalks():
             assert view["readout"]["values"]["kv"][i] == pytest.approx(p.kv_bytes / 1e9, rel=5e-3, abs=1e-3)
             t = moe.layer_times(model, system, batch, dtype, chips=chips)
             assert view["panels"][1]["series"]["up"][i] == pytest.approx(1e6 * t.communication, rel=5e-3)
+            d = moe.layer_times(model, system, 2 * batch, dtype, domains=2, chips=chips, dedup=True)
+            assert view["panels"][1]["series"]["outd"][i] == pytest.approx(1e6 * d.communication, rel=5e-3)
             used = view["panels"][0]["series"]["used"][i]
             assert used is None or used == pytest.approx(p.used / 1e9, rel=5e-3)
         rects = [s for s in view["panels"][2]["frames"][0] if s["shape"] == "rect"]

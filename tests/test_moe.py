@@ -121,6 +121,123 @@ def test_expert_chips_of_a_domain_set_the_all_to_all():
     assert two.scale_out == pytest.approx(2 * 32 * 8 * 7168 * 0.5 / 50e9)
 
 
+# --- deduplicated all-to-all: a brute-force count over every routing ------------------------------------
+def brute_force_dedup(n_experts, k, chips, domain, reach, tokens_per_chip, width):
+    """Expected bytes per chip (dispatch + combine) when a token travels once to each chip of its
+    own domain holding one of its experts and once to each other domain holding one, where the chip
+    of the sender's local index receives it and forwards it to the others. Routing: ``reach`` of
+    the chips // domain domains drawn uniformly, then k experts uniformly among theirs. Returns
+    (scale-up bytes, scale-out bytes), each the total over all chips' tokens divided by the chips."""
+    domains = chips // domain
+    expert_chip = [e * chips // n_experts for e in range(n_experts)]
+    up = out = 0.0
+    for home in range(chips):
+        sets = list(itertools.combinations(range(domains), reach))
+        for reached in sets:
+            pool = [e for e in range(n_experts) if expert_chip[e] // domain in reached]
+            subsets = list(itertools.combinations(pool, k))
+            for choice in subsets:
+                hit = {expert_chip[e] for e in choice}
+                for d in {c // domain for c in hit}:
+                    # the chip that needs no scale-up copy: the sender at home, the receiver elsewhere
+                    free = home if d == home // domain else d * domain + home % domain
+                    up += len({c for c in hit if c // domain == d} - {free}) / len(subsets) / len(sets)
+                    out += (d != home // domain) / len(subsets) / len(sets)
+    per_transfer = 2 * tokens_per_chip * width / chips   # both ways, averaged over the chips
+    return up * per_transfer, out * per_transfer
+
+
+@pytest.mark.parametrize("n_experts, k, per_domain, domains, reach", [
+    (16, 2, 2, 4, 4), (16, 3, 2, 4, 2), (12, 4, 3, 2, 2), (16, 4, 4, 2, 1), (8, 3, 8, 1, 1)])
+def test_dedup_bytes_match_brute_force(n_experts, k, per_domain, domains, reach):
+    model, per_chip, bpe = toy(n_experts, k), 3, 2
+    chips = per_domain * domains
+    up, out = brute_force_dedup(n_experts, k, chips, per_domain, reach, per_chip, model.d_model * bpe)
+    t = moe.layer_times(model, "hgx-h100", per_chip * chips, domains=domains, chips=per_domain,
+                        bytes_per_element=bpe, dedup=True, max_domains=reach)
+    chip = hardware.get("H100-SXM")
+    assert t.scale_up * chip.scale_up_bandwidth == pytest.approx(up, rel=1e-12)
+    assert t.scale_out * chip.scale_out_bandwidth == pytest.approx(out, rel=1e-12)
+
+
+def missed_by_all(pool, held, k=8):
+    """Chance that none of k picks without replacement from ``pool`` experts is one of ``held``
+    given ones: C(pool - held, k) / C(pool, k), typed as the product of k fractions."""
+    return math.prod((pool - held - i) / (pool - i) for i in range(k))
+
+
+def test_distinct_gpus_in_an_hgx_box_by_hand():
+    # DeepSeek-V3 on 8 GPUs: 32 experts each, 8 distinct picks of 256. A GPU is missed with
+    # probability C(224, 8)/C(256, 8); with replacement it would be (7/8)^8, the G(1 - (1 - 1/G)^k)
+    # estimate of distinct GPUs (5.25), which drawing without replacement raises by under 1%.
+    chips_hit, domains_hit = moe.reach(DS, 8)
+    assert chips_hit == pytest.approx(8 * (1 - missed_by_all(256, 32)), rel=1e-12)
+    assert chips_hit == pytest.approx(8 * (1 - (7 / 8) ** 8), rel=0.01)
+    assert domains_hit == 1
+    # so the deduplicated count sends a token to 7/8 of those GPUs, not to 7/8 of its 8 choices
+    t = moe.layer_times(DS, "hgx-h100", 4096, dedup=True)
+    assert t.scale_up == pytest.approx(2 * 512 * 7168 * 2 * chips_hit * 7 / 8 / 450e9, rel=1e-12)
+    assert t.scale_up / moe.layer_times(DS, "hgx-h100", 4096).scale_up == pytest.approx(chips_hit / 8, rel=1e-12)
+
+
+def test_two_racks_deduplicated_cross_about_once_per_token():
+    # 128 experts in each rack: a token misses the other rack with probability C(128, 8)/C(256, 8),
+    # so it crosses 1 - that ≈ 0.996 times, not k/2 = 4 times.
+    t = moe.layer_times(DS, "gb200-nvl72", 2 * 4096, "fp8", domains=2, chips=64, bytes_per_element=1, dedup=True)
+    crossings = 1 - missed_by_all(256, 128)
+    assert t.scale_out == pytest.approx(2 * 64 * 7168 * crossings / 50e9, rel=1e-12)
+    flat = moe.layer_times(DS, "gb200-nvl72", 2 * 4096, "fp8", domains=2, chips=64, bytes_per_element=1)
+    assert flat.scale_out / t.scale_out == pytest.approx(4 / crossings, rel=1e-12)
+
+
+def test_node_limited_routing_of_deepseek_v3_training():
+    # DeepSeek-V3 report §3.2.2: EP64 over 8 nodes, each token sent to at most 4 nodes. In the model
+    # the 4 nodes are drawn at random, 32 experts each, and the token's own node is one of them
+    # with probability 4/8 (times its chance of being hit): expected nodes hit 4 (1 - C(96, 8)/C(128, 8)).
+    chips_hit, nodes_hit = moe.reach(DS, 64, domain=8, max_domains=4)
+    assert nodes_hit == pytest.approx(4 * (1 - missed_by_all(128, 32)), rel=1e-12)
+    assert nodes_hit <= 4
+    assert chips_hit == pytest.approx(4 * 8 * (1 - missed_by_all(128, 4)), rel=1e-12)
+    t = moe.layer_times(DS, "hgx-h800", 64 * 256, "fp8", domains=8, dedup=True, max_domains=4)
+    assert t.scale_out == pytest.approx(2 * 256 * 7168 * 2 * nodes_hit * 7 / 8 / 50e9, rel=1e-12)
+    # unlimited routing reaches more of the 8 nodes: 8 (1 - C(224, 8)/C(256, 8))
+    assert moe.reach(DS, 64, domain=8)[1] == pytest.approx(8 * (1 - missed_by_all(256, 32)), rel=1e-12)
+
+
+def test_whether_the_all_to_all_hides_depends_on_the_batch_below_the_compute_bound_step():
+    # DeepSeek-V3 in FP8 on 64 GPUs of a GB200 NVL72, BF16 activations. All-to-all per GPU:
+    # 2 x tokens x 8 x 7,168 x 2 B x 63/64 over 900 GB/s; weight reads 4 experts x 3 x 7,168 x 2,048
+    # B over 8 TB/s = 22.0 µs; matmuls 2 x tokens x 9 x 3 x 7,168 x 2,048 FLOP over 5 PFLOP/s.
+    a2a = {t: 2 * t * 8 * 7168 * 2 * 63 / 64 / 900e9 for t in (64, 128)}   # 16.1 and 32.1 µs
+    reads = 4 * 3 * 7168 * 2048 / 8e12
+    for per_chip, hidden in ((64, True), (128, False)):
+        t = moe.layer_times(DS, "gb200-nvl72", 64 * per_chip, "fp8", chips=64)
+        assert t.communication == pytest.approx(a2a[per_chip]) and t.weights == pytest.approx(reads, rel=1e-3)
+        assert t.hidden is hidden and t.compute < t.communication   # slower than the matmuls both times
+    # The matmuls catch up with the weight reads at g b_w (F/W) / (2 (k + n_sh)) tokens per GPU:
+    # 4 x 1 x 625 / 18 = 138.9; there the reads end and the batch cancels.
+    step = moe.compute_bound_step(DS, "gb200-nvl72", "fp8", chips=64)
+    assert step / 64 == pytest.approx(4 * 625 / 18)
+    at = moe.layer_times(DS, "gb200-nvl72", step, "fp8", chips=64)
+    assert at.compute == pytest.approx(at.weights, rel=1e-6)
+
+
+def test_measured_links_add_a_fixed_cost_and_slow_the_rate():
+    # one token in the step: 2 x 8 x 7,168 x 2 B x 63/64 / 64 GPUs over 900 GB/s = 3.9 ns, bandwidth only
+    nominal = moe.layer_times(DS, "gb200-nvl72", 1, "fp8", chips=64)
+    measured = moe.layer_times(DS, "gb200-nvl72", 1, "fp8", chips=64, links="measured")
+    assert nominal.communication == pytest.approx(2 * 8 * 7168 * 2 * 63 / 64 / 64 / 900e9)
+    assert measured.fixed == pytest.approx(2 * moe.MEASURED.alpha)
+    assert measured.communication == pytest.approx(2 * moe.MEASURED.alpha + nominal.communication / 0.8)
+    alone = moe.layer_times(DS, "gb200-nvl72", 64, "fp8", chips=1, links="measured")
+    assert alone.fixed == 0 and alone.communication == 0     # one chip sends nothing
+    # a Links of one's own: no fixed cost, half the network card's rate doubles the crossing time
+    half = moe.Links("half", 0.0, 1.0, 0.5)
+    two = moe.layer_times(DS, "gb200-nvl72", 8192, "fp8", domains=2, chips=64, links=half)
+    flat = moe.layer_times(DS, "gb200-nvl72", 8192, "fp8", domains=2, chips=64)
+    assert two.scale_out == pytest.approx(2 * flat.scale_out) and two.scale_up == pytest.approx(flat.scale_up)
+
+
 # --- placement and memory ----------------------------------------------------------------------------
 def test_placement_bytes_from_the_shapes():
     m = models.get(DS)
@@ -200,6 +317,22 @@ def test_redundant_experts_help_skewed_routing():
     plain = moe.simulate_routing(DS, 64, 4096, skew=1.0, trials=4).imbalance
     helped = moe.simulate_routing(DS, 64, 4096, redundant=64, skew=1.0, trials=4).imbalance
     assert helped < plain - 0.2
+
+
+def test_drift_zero_is_the_calibrated_popularity_and_drift_undoes_the_balancer():
+    same = moe.simulate_routing(DS, 64, 2048, redundant=32, skew=0.5, trials=3, seed=5)
+    again = moe.simulate_routing(DS, 64, 2048, redundant=32, skew=0.5, trials=3, seed=5, drift=0.0)
+    assert np.array_equal(same.chip_loads, again.chip_loads)
+    moved = moe.simulate_routing(DS, 64, 2048, redundant=32, skew=0.5, trials=3, seed=5, drift=0.5)
+    assert np.allclose(moved.chip_loads.sum(axis=1), 2048 * 8)
+    assert moved.imbalance > same.imbalance + 0.3   # copies placed for the old hot experts
+
+
+def test_drifted_popularity_is_a_permutation_of_a_share():
+    rng = np.random.default_rng(0)
+    pop = np.log(moe._popularity(256, 0.5))
+    out = moe._drifted(rng, pop, 0.25)
+    assert sorted(out) == sorted(pop) and np.count_nonzero(out != pop) <= 64
 
 
 def binomial_overflow(tokens, p, capacity):
@@ -299,6 +432,15 @@ BAD = [
     (lambda: moe.torus_share("tpu-v7-9216"), "system"),
     (lambda: moe.domain_growth()[0].max_total_params(headroom=-0.1), "headroom"),
     (lambda: moe.domain_growth()[0].max_total_params(dtype="fp3"), "dtype"),
+    (lambda: moe.layer_times(DS, "hgx-h100", 10, links="fast"), "links"),
+    (lambda: moe.layer_times(DS, "hgx-h100", 10, dedup="yes"), "dedup"),
+    (lambda: moe.layer_times(DS, "hgx-h100", 10, max_domains=2), "max_domains"),
+    (lambda: moe.layer_times(DS, "hgx-h100", 10, dedup=True, max_domains=0), "max_domains"),
+    (lambda: moe.reach(DS, 64, domain=7), "domain"),
+    (lambda: moe.reach(DS, 64, domain=8, max_domains=1.5), "max_domains"),
+    (lambda: moe.deepep_fit(min_ep=3), "min_ep"),
+    (lambda: moe.simulate_routing(DS, 64, 10, drift=1.5), "drift"),
+    (lambda: moe.compute_bound_step(DS, "gb200-nvl72", chips=100), "chips"),
 ]
 
 
@@ -404,6 +546,14 @@ def test_split_over_domains_adds_up(domains, tokens):
     chip = hardware.get("GB200")
     total = t.scale_up * chip.scale_up_bandwidth + t.scale_out * chip.scale_out_bandwidth
     assert total == pytest.approx(moe.alltoall_bytes(DS, tokens, 72 * domains), rel=1e-12)
+
+
+@given(st.integers(1, 72), st.integers(1, 8), st.integers(1, 8))
+def test_dedup_never_sends_more_across_domains(chips, domains, limit):
+    flat = moe.layer_times(DS, "gb200-nvl72", 10_000, domains=domains, chips=chips)
+    dedup = moe.layer_times(DS, "gb200-nvl72", 10_000, domains=domains, chips=chips, dedup=True,
+                            max_domains=limit)
+    assert dedup.scale_out <= flat.scale_out * (1 + 1e-12)
 
 
 @given(st.integers(1, 5000), st.integers(1, 5000))

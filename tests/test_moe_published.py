@@ -101,6 +101,24 @@ FIGURES = [
      "qwenlm.github.io/blog/qwen3, Table 2: 235B total"),
     ("Qwen3-235B-A22B active", lambda: models.get("qwen3-235b-a22b").active_params, 22e9, 0.02,
      "qwenlm.github.io/blog/qwen3: 22B activated"),
+    # --- measured all-to-all: the straight line through DeepEP's low-latency table ---------------------
+    # EP 64, 128, 256: dispatch 173, 192, 194 µs of 128 x 8 x (7,168 + 7,168/128 x 4) = 7,569,408 B
+    # (FP8 and scales), combine 314, 369, 360 µs of 128 x 8 x 7,168 x 2 = 14,680,064 B (BF16). Means
+    # 186.33 and 347.67 µs: rate = 7,110,656 B / 161.33 µs = 44.07 GB/s, fixed cost 186.33 µs -
+    # 7,569,408 B / 44.07 GB/s = 14.59 µs per call.
+    ("DeepEP rate over the network", lambda: moe.deepep_fit()[1],
+     (14_680_064 - 7_569_408) / ((314 + 369 + 360 - 173 - 192 - 194) / 3 * 1e-6), 1e-9,
+     "github.com/deepseek-ai/DeepEP docs/legacy.md (commit 0297fc8): low-latency kernels on H800 with "
+     "ConnectX-7 400 Gb/s, 128 tokens, hidden 7,168, top-8, FP8 dispatch, BF16 combine"),
+    ("DeepEP fixed cost per call", lambda: moe.deepep_fit()[0],
+     (173 + 192 + 194) / 3 * 1e-6 - 7_569_408 * ((314 + 369 + 360 - 173 - 192 - 194) / 3 * 1e-6)
+     / (14_680_064 - 7_569_408), 1e-9, "DeepEP docs/legacy.md, as above"),
+    ("V3: NVLink reaches 160 of H800's 200 GB/s", lambda: moe.MEASURED.eta_up * 200e9, 160e9, 1e-12,
+     "DeepSeek-V3 report, arXiv 2412.19437, §3.2.2: NVLink 160 GB/s achievable; ISCA 2025 "
+     "(arXiv 2505.09343): H800 NVLink 400 GB/s bidirectional"),
+    # A second source for the same share: DeepEP's normal intranode kernels reach 153 GB/s, within 5%.
+    ("DeepEP intranode NVLink", lambda: moe.MEASURED.eta_up * 200e9, 153e9, 0.05,
+     "DeepEP docs/legacy.md: normal kernels, intranode EP8 dispatch, 153 GB/s (NVLink) on H800"),
     # --- all-to-all on a torus ------------------------------------------------------------------------
     # A ring of D chips (one dimension, 2 links each way): an AllGather of V bytes takes V/(2b); the
     # AllToAll of the same array sends V/D per chip at the torus share of 2b.

@@ -102,6 +102,16 @@ def test_typical_mistakes_are_the_slips_they_name():
     us = [m.wrong_answer(0) for m in EXERCISES["alltoall_us_h200"].mistakes]
     assert us[0] == pytest.approx(INDEPENDENT["alltoall_us_h200"][0] / 2)
     assert us[1] == pytest.approx(INDEPENDENT["alltoall_us_h200"][0] * H200_UP / NIC_400G)
+    # Sending once per GPU and once per box: per token, one box reaches 8 (1 - C(224, 8)/C(256, 8))
+    # GPUs and sends to 7/8 of them over NVLink; three boxes (256/24 experts per GPU, 256/3 per box)
+    # reach 24 (1 - C(256 - 256/24, 8)/C(256, 8)) GPUs and 3 (1 - C(256 - 256/3, 8)/C(256, 8)) boxes,
+    # 2/3 of the boxes over the network card, the GPUs over NVLink; the slower link sets the time.
+    def missed(held):
+        return math.prod((DS_N - held - i) / (DS_N - i) for i in range(DS_K))
+    one = 8 * (1 - missed(32)) * 7 / 8 / H800_UP
+    three = max(24 * (1 - missed(DS_N / 24)) * 7 / 8 / H800_UP, 3 * (1 - missed(DS_N / 3)) * 2 / 3 / NIC_400G)
+    boxes = [m.wrong_answer(0) for m in EXERCISES["three_box_slowdown"].mistakes]
+    assert boxes[3] == pytest.approx(three / one, rel=1e-9)
     # NVL144 counts each of the 72 packages' memory twice
     vr = [m.wrong_answer(0) for m in EXERCISES["max_params_vr_fp4"].mistakes]
     assert vr[2] == pytest.approx(2 * INDEPENDENT["max_params_vr_fp4"][0])
@@ -129,7 +139,7 @@ def test_prompts_state_the_scenario_the_key_uses():
                              "FP8"],
         "alltoall_us_h200": [f"`{k.TIME['model']}`", f"`{k.TIME['system']}`", f"{k.TIME['tokens']:,} tokens", "BF16"],
         "expert_gb_decode": ["144 GPUs", "32 redundant", "FP8"],
-        "three_box_slowdown": [f"`{k.BOXES['system']}`", "three such boxes"],
+        "three_box_slowdown": [f"`{k.BOXES['system']}`", "three such boxes", "every expert choice is sent on its own"],
         "max_batch_kimi": [f"`{k.FIT['model']}`", f"`{k.FIT['system']}`", f"{k.FIT['chips']} of the 72",
                            f"{k.FIT['context']:,} tokens", "BF16", "10%"],
         "weights_gb_qwen": [f"`{k.WEIGHTS['model']}`", f"`{k.WEIGHTS['system']}`", "BF16"],

@@ -22,11 +22,15 @@ from .explorer import Dropdown, log_slider
 
 # Okabe-Ito colours; every series also has its own line style, marker or hatch.
 COLORS = {"replicated": "#999999", "experts": "#0072B2", "kv": "#E69F00", "usable": "#D55E00",
-          "up": "#0072B2", "out": "#D55E00", "matmul": "#009E73", "weights": "#CC79A7",
+          "up": "#0072B2", "out": "#D55E00", "outd": "#E69F00", "matmul": "#009E73", "weights": "#CC79A7",
           "chip_full": "#0072B2", "chip_less": "#56B4E9", "idle": "#DDDDDD", "switch": "#F0E442"}
-HATCH = {"replicated": "", "experts": "//", "kv": "..", "up": "", "out": "//", "matmul": "\\\\", "weights": ".."}
-TIME_LABELS = {"up": "all-to-all, 1 domain", "out": "all-to-all, 2 domains",
-               "matmul": "expert matmuls", "weights": "weight reads"}
+HATCH = {"replicated": "", "experts": "//", "kv": "..", "up": "", "out": "//", "outd": "..", "matmul": "\\\\",
+         "weights": ".."}
+TIME_LABELS = {"up": "all-to-all, 1 domain", "out": "2 domains, per choice",
+               "outd": "2 domains, per domain", "matmul": "expert matmuls", "weights": "weight reads"}
+"""The all-to-all over two domains counted both ways (``chalk.moe``): every expert choice sent on
+its own (DeepEP's low-latency kernels), or a token sent once per domain and fanned out there (its
+normal kernels)."""
 MEMORY_LABELS = {"replicated": "weights copied on every chip", "experts": "its routed experts",
                  "kv": "KV cache of its sequences"}
 
@@ -61,6 +65,8 @@ class View:
     """None when the chip has no published FLOP rate in the weights' format."""
     two_domains: moe.LayerTimes | None
     """The same layer spread over two domains, each keeping this batch: tokens per chip unchanged."""
+    two_dedup: moe.LayerTimes | None
+    """The same, a token crossing once per domain instead of once per expert choice."""
     chips: int
     domain: int
     why_no_times: str = ""
@@ -73,11 +79,17 @@ def view(model: str, system: str, dtype: str, batch: float, context: float, spli
     try:
         one = moe.layer_times(model, system, batch, dtype, bytes_per_element=ACT_BYTES, chips=chips)
         two = moe.layer_times(model, system, 2 * batch, dtype, domains=2, bytes_per_element=ACT_BYTES, chips=chips)
+        dedup = moe.layer_times(model, system, 2 * batch, dtype, domains=2, bytes_per_element=ACT_BYTES,
+                                chips=chips, dedup=True)
         why = ""
     except ChalkError as e:
-        one = two = None
+        one = two = dedup = None
         why = str(e).split(":", 1)[-1].split(";")[0].strip()
-    return View(p, one, two, chips, systems.get(system).count, why)
+    return View(p, one, two, dedup, chips, systems.get(system).count, why)
+
+
+ALPHA_US = f"{1e6 * moe.MEASURED.alpha:.0f}"
+"""The fixed cost of one dispatch or combine call that the nominal times leave out (µs, DeepEP)."""
 
 
 def readout(model: str, system: str, dtype: str, batch: float, context: float, v: View) -> str:
@@ -99,9 +111,12 @@ def readout(model: str, system: str, dtype: str, batch: float, context: float, v
     t, two = v.times, v.two_domains
     verdict = "hidden behind" if t.hidden else "longer than"
     us = {name: explorer.number(1e6 * x) for name, x in
-          (("one", t.communication), ("two", two.communication), ("work", t.work))}
-    layer = (f"one MoE layer: all-to-all {us['one']} µs in one domain, {us['two']} µs over two (each with "
-             f"this batch); expert work {us['work']} µs (the one-domain all-to-all is {verdict} it)")
+          (("one", t.communication), ("two", two.communication), ("dedup", v.two_dedup.communication),
+           ("work", t.work))}
+    layer = (f"one MoE layer: all-to-all {us['one']} µs in one domain; over two (each with this batch) "
+             f"{us['two']} µs sending every choice, {us['dedup']} µs once per domain; expert work {us['work']} µs "
+             f"(the one-domain all-to-all is {verdict} it). Nominal link rates, bandwidth only: real calls add "
+             f"about {ALPHA_US} µs each, two per layer")
     return f"{head}<br>{mem}<br>{layer}"
 
 
@@ -202,7 +217,7 @@ class MoeFigure:
     def __init__(self):
         self.fig, (self.ax_mem, self.ax_time, self.ax_dom) = new_figure(8.8, 3.4, 3)
         for ax, box in zip((self.ax_mem, self.ax_time, self.ax_dom),
-                           ((0.075, 0.3, 0.17, 0.58), (0.41, 0.3, 0.32, 0.58), (0.76, 0.26, 0.23, 0.62))):
+                           ((0.075, 0.3, 0.17, 0.58), (0.42, 0.3, 0.31, 0.58), (0.76, 0.26, 0.23, 0.62))):
             ax.set_position(box)
         a, b, c = self.ax_mem, self.ax_time, self.ax_dom
         with style():
@@ -213,8 +228,8 @@ class MoeFigure:
             a.grid(axis="x", visible=False)
             b.set_xscale("log")
             b.set_xlim(*TIME_LIMITS)
-            b.set_ylim(3.6, -0.6)
-            b.set_yticks(range(4), [TIME_LABELS[k] for k in TIME_LABELS])
+            b.set_ylim(len(TIME_LABELS) - 0.4, -0.6)
+            b.set_yticks(range(len(TIME_LABELS)), [TIME_LABELS[k] for k in TIME_LABELS])
             b.set_xlabel("µs per MoE layer")
             b.set_title("one MoE layer, per chip")
             b.grid(axis="y", visible=False)
@@ -284,7 +299,7 @@ class MoeFigure:
             bars.append(((left, y - 1, right, y + 1), colour, ".." if colour == COLORS["usable"] else ""))
         if v.times is not None:
             values = {"up": v.times.communication, "out": v.two_domains.communication,
-                      "matmul": v.times.compute, "weights": v.times.weights}
+                      "outd": v.two_dedup.communication, "matmul": v.times.compute, "weights": v.times.weights}
             for i, (k, value) in enumerate(values.items()):
                 value *= 1e6
                 shown = min(max(value, TIME_LIMITS[0]), TIME_LIMITS[1])
@@ -369,8 +384,9 @@ TWIN_BATCHES = tuple(float(2**i) for i in range(0, 15))
 TWIN_START = 512
 PANEL_W, PANEL_H = 440, 270
 _HEAD = "{batch} sequences of {context} tokens: experts on {chips} of {domain} chips, up to {g} each. Per chip "
-_LAYER = (" One MoE layer: all-to-all {up} us in one domain, {out} us over two (each with this batch); "
-          "expert work (matmuls or weight reads) {work} us")
+_LAYER = (" One MoE layer: all-to-all {up} us in one domain; over two (each with this batch) {out} us sending "
+          "every choice, {outd} us once per domain; expert work (matmuls or weight reads) {work} us. Nominal "
+          "link rates, bandwidth only: real calls add about {alpha} us each, two per layer.")
 TEMPLATES = [
     _HEAD + "{weights} GB weights + {kv} GB KV of {usable} GB usable: fits, {margin} GB spare (at most "
             "{max_batch} sequences)." + _LAYER,
@@ -414,7 +430,8 @@ def twin_view(model: str, system: str, dtype: str, context: float) -> dict:
     shown = [x if x <= top else None for x in gb(used)]
     memory = {"ylim": [0, top], "series": {"weights": gb(weights), "used": shown, "usable": gb([p0.usable] * len(rows))}}
     t = {"up": [r.times.communication for r in rows], "out": [r.two_domains.communication for r in rows],
-         "matmul": [r.times.compute for r in rows], "wread": [r.times.weights for r in rows]}
+         "outd": [r.two_dedup.communication for r in rows], "matmul": [r.times.compute for r in rows],
+         "wread": [r.times.weights for r in rows]}
     low = min(min(v) for v in t.values())
     high = max(max(v) for v in t.values())
     times = {"ylim": [float(10 ** math.floor(math.log10(1e6 * low))), float(10 ** math.ceil(math.log10(1e6 * high)))],
@@ -422,14 +439,14 @@ def twin_view(model: str, system: str, dtype: str, context: float) -> dict:
     values = {"kv": gb([r.placement.kv_bytes for r in rows]),
               "margin": gb([max(r.placement.margin, 0) for r in rows]),
               "short": gb([max(-r.placement.margin, 0) for r in rows]),
-              "up": us(t["up"]), "out": us(t["out"]), "work": us([r.times.work for r in rows])}
+              "up": us(t["up"]), "out": us(t["out"]), "outd": us(t["outd"]), "work": us([r.times.work for r in rows])}
     return {"panels": [memory, times, {"frames": [twin_domain(model, system, rows[0].chips)]}],
             "readout": {"pick": [0 if r.placement.fits else 1 if r.placement.max_batch else 2 for r in rows],
                         "values": values,
                         "constants": {"context": f"{context:,.0f}", "chips": rows[0].chips, "domain": rows[0].domain,
                                       "g": p0.experts_per_chip, "usable": twin.rounded(p0.usable / 1e9)[0],
                                       "weights": twin.rounded(p0.weight_bytes / 1e9)[0],
-                                      "max_batch": twin.rounded(p0.max_batch, 4)[0]}}}
+                                      "max_batch": twin.rounded(p0.max_batch, 4)[0], "alpha": ALPHA_US}}}
 
 
 def twin_data() -> dict:
@@ -450,6 +467,7 @@ def twin_data() -> dict:
               "usable": twin.line_style("usable HBM (90%)", COLORS["usable"], 1.4, "2 3"),
               "up": twin.line_style(TIME_LABELS["up"], COLORS["up"], 2.2),
               "out": twin.line_style(TIME_LABELS["out"], COLORS["out"], 2, "7 3"),
+              "outd": twin.line_style(TIME_LABELS["outd"], COLORS["outd"], 2, "3 2"),
               "matmul": twin.line_style(TIME_LABELS["matmul"], COLORS["matmul"], 1.8, "2 2"),
               "wread": twin.line_style(TIME_LABELS["weights"], COLORS["weights"], 1.8, "8 3 2 3"),
               "point": twin.point_style("chosen batch", "#000000"),
@@ -470,40 +488,42 @@ DESCRIBED_TOKENS = 4096
 
 def layer_time_figure(model="deepseek-v3", names=("hgx-h100", "gb200-nvl72"), dtype="fp8", width=9.0):
     """One MoE layer's times against the tokens of a step, one panel per system: the all-to-all
-    inside the domain and across two (each domain keeping its tokens), against the expert matmuls
-    and weight reads."""
-    fig, axes = new_figure(width, 3.5, len(names))
-    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.3, top=0.88, wspace=0.25)
-    styles = {"up": ("-", "o"), "out": ("--", "s"), "matmul": ("-.", "^"), "weights": (":", "v")}
-    for ax, name in zip(axes, names):
+    inside the domain and across two (each domain keeping its tokens, every choice sent or once per
+    domain), against the expert matmuls and weight reads. Nominal link rates, bandwidth only."""
+    fig, axes = new_figure(width, 3.6, len(names))
+    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.32, top=0.88, wspace=0.25)
+    styles = {"up": ("-", "o"), "out": ("--", "s"), "outd": ((0, (3, 2)), "D"), "matmul": ("-.", "^"),
+              "weights": (":", "v")}
+
+    def times(name, tokens):
         chips = expert_chips(model, name, "even")
-        one = [moe.layer_times(model, name, t, dtype, bytes_per_element=ACT_BYTES, chips=chips) for t in TOKENS]
-        two = [moe.layer_times(model, name, 2 * t, dtype, domains=2, bytes_per_element=ACT_BYTES, chips=chips)
-               for t in TOKENS]
-        series = {"up": [x.communication for x in one], "out": [x.communication for x in two],
-                  "matmul": [x.compute for x in one], "weights": [x.weights for x in one]}
+        kw = dict(bytes_per_element=ACT_BYTES, chips=chips)
+        one = moe.layer_times(model, name, tokens, dtype, **kw)
+        return {"up": one.communication,
+                "out": moe.layer_times(model, name, 2 * tokens, dtype, domains=2, **kw).communication,
+                "outd": moe.layer_times(model, name, 2 * tokens, dtype, domains=2, dedup=True, **kw).communication,
+                "matmul": one.compute, "weights": one.weights}
+
+    for ax, name in zip(axes, names):
+        rows = [times(name, t) for t in TOKENS]
         with style():
-            for k, ys in series.items():
+            for k in styles:
                 ls, marker = styles[k]
-                ax.plot(TOKENS, 1e6 * np.asarray(ys), ls=ls, marker=marker, markevery=4, ms=4,
+                ax.plot(TOKENS, [1e6 * r[k] for r in rows], ls=ls, marker=marker, markevery=4, ms=4,
                         color=COLORS[k], label=TIME_LABELS[k])
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_xlabel("tokens in the step, per domain")
-            ax.set_title(f"{systems.get(name).display.split(' (')[0]}: experts on {chips} chips", fontsize=9)
+            ax.set_title(f"{systems.get(name).display.split(' (')[0]}: experts on "
+                         f"{expert_chips(model, name, 'even')} chips", fontsize=9)
     axes[0].set_ylabel("µs per MoE layer, per chip")
-    fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=4, frameon=False)
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=3, frameon=False, fontsize=8)
     said = []
     for name in names:
-        chips = expert_chips(model, name, "even")
-        one = moe.layer_times(model, name, DESCRIBED_TOKENS, dtype, bytes_per_element=ACT_BYTES, chips=chips)
-        two = moe.layer_times(model, name, 2 * DESCRIBED_TOKENS, dtype, domains=2, bytes_per_element=ACT_BYTES,
-                              chips=chips)
-        us = {k: explorer.number(1e6 * x) for k, x in (("one", one.communication), ("two", two.communication),
-                                                       ("matmul", one.compute), ("reads", one.weights))}
+        us = {k: explorer.number(1e6 * x) for k, x in times(name, DESCRIBED_TOKENS).items()}
         said.append(f"{systems.get(name).display.split(' (')[0]} at {DESCRIBED_TOKENS:,} tokens: all-to-all "
-                    f"{us['one']} µs in one domain and {us['two']} µs over two, expert matmuls {us['matmul']} µs, "
-                    f"weight reads {us['reads']} µs")
+                    f"{us['up']} µs in one domain, over two {us['out']} µs sending every choice and {us['outd']} µs "
+                    f"once per domain, expert matmuls {us['matmul']} µs, weight reads {us['weights']} µs")
     return describe(fig, "All lines but the weight reads rise in proportion to the tokens. " + "; ".join(said) + ".")
 
 

@@ -7,7 +7,7 @@ and load-balance plot, redrawn at card size.
 from collections.abc import Callable
 
 from ... import moe
-from ...catalog import hardware, models, systems
+from ...catalog import hardware, layouts, memory_data, models, systems
 from ...catalog.quoted import LECTURE as BOARD
 
 _DS = "deepseek-v3"
@@ -20,12 +20,20 @@ def _expert_chips() -> int:
     return int(moe.LECTURE["expert_chips"])
 
 
-def _two_racks() -> float:
-    """The all-to-all over two NVL72s over one, each rack keeping its tokens (DeepSeek-V3, FP8)."""
+def _two_racks(dedup=False) -> float:
+    """The all-to-all over two NVL72s over one, each rack keeping its tokens (DeepSeek-V3, FP8):
+    every expert choice sent on its own, or (``dedup``) a token once per GPU and once per rack."""
     chips = _expert_chips()
-    one = moe.layer_times(_DS, _NVL72, _TOKENS_PER_CHIP * chips, "fp8", chips=chips).communication
-    two = moe.layer_times(_DS, _NVL72, 2 * _TOKENS_PER_CHIP * chips, "fp8", domains=2, chips=chips).communication
+    one = moe.layer_times(_DS, _NVL72, _TOKENS_PER_CHIP * chips, "fp8", chips=chips, dedup=dedup).communication
+    two = moe.layer_times(_DS, _NVL72, 2 * _TOKENS_PER_CHIP * chips, "fp8", domains=2, chips=chips,
+                          dedup=dedup).communication
     return two / one
+
+
+def _h800_rho_measured() -> float:
+    """NVLink over InfiniBand as the DeepSeek-V3 report measured them on H800s."""
+    v3 = layouts.get(_DS)
+    return v3["nvlink_GBps"] / v3["ib_GBps"]
 
 
 def _rhos() -> list[float]:
@@ -78,6 +86,11 @@ VALUES: dict[str, Callable[[], str]] = {
     "moe_g72": lambda: f"{moe.experts_per_chip(_DS, systems.get(_NVL72).count)}",
     "moe_g72_full": lambda: f"{(h := moe.experts_on_chips(_DS, systems.get(_NVL72).count)).count(max(h))}",
     "moe_two_racks": lambda: f"{_two_racks():.0f}",
+    "moe_two_racks_dedup": lambda: f"{_two_racks(dedup=True):.1f}",
+    "moe_h800_rho_measured": lambda: f"{_h800_rho_measured():.1f}",
+    "moe_compute_bound_chip": lambda: f"{moe.compute_bound_step(_DS, _NVL72, 'fp8', chips=_expert_chips()) / _expert_chips():.0f}",
+    "moe_spare_copies": lambda: f"{systems.get(_NVL72).count * moe.experts_per_chip(_DS, _expert_chips()) - models.get(_DS).moe['n_routed_experts']}",
+    "moe_attention_tp": lambda: f"{memory_data.deployment('deepseek-v3-decode')['attention_tensor']}",
     "moe_tokens_per_chip": lambda: f"{_TOKENS_PER_CHIP}",
     "moe_nvl72_rho": lambda: f"{systems.get(_NVL72).scale_up_to_out:.0f}",
     "moe_rho_low": lambda: f"{min(_rhos()):.0f}",

@@ -21,7 +21,8 @@ TIME = dict(model="deepseek-v3", system="hgx-h200", tokens=3000, bytes_per_eleme
 DECODE = dict(model="deepseek-v3", deployment="online-decode", dtype="fp8")
 """``expert_gb_decode``: expert weights per GPU in DeepSeek's published decode deployment."""
 BOXES = dict(model="deepseek-v3", system="hgx-h800", tokens=4096, boxes=3)
-"""``three_box_slowdown``: the all-to-all over three 8-GPU boxes against one, each box keeping its tokens."""
+"""``three_box_slowdown``: the all-to-all over three 8-GPU boxes against one, each box keeping its
+tokens, every expert choice sent on its own (the flat count)."""
 FIT = dict(model="kimi-k2", system="gb300-nvl72", chips=64, context=65536, dtype="fp8")
 """``max_batch_kimi``: the most sequences beside the weights, KV in BF16."""
 WEIGHTS = dict(model="qwen3-235b-a22b", system="mi355x-8", dtype="bf16")
@@ -67,14 +68,15 @@ def _expert_gb(dtype=DECODE["dtype"], layers=None) -> float:
     return d.experts_per_chip * (layers or m.n_moe_layers) * per_expert / 1e9
 
 
-def _slowdown(remote_one=True, share=None) -> float:
+def _slowdown(remote_one=True, share=None, dedup=False) -> float:
     """The key from ``layer_times``; a typical slip from the closed form rho x crossing share /
-    remote share, with the slip's shares."""
+    remote share, with the slip's shares; or the deduplicated count (once per GPU and per box)."""
     t = BOXES
     sys_ = systems.get(t["system"])
     if remote_one and share is None:
-        one = moe.layer_times(t["model"], sys_, t["tokens"], "fp8").communication
-        many = moe.layer_times(t["model"], sys_, t["boxes"] * t["tokens"], "fp8", domains=t["boxes"]).communication
+        one = moe.layer_times(t["model"], sys_, t["tokens"], "fp8", dedup=dedup).communication
+        many = moe.layer_times(t["model"], sys_, t["boxes"] * t["tokens"], "fp8", domains=t["boxes"],
+                               dedup=dedup).communication
         return many / one
     crossing = share if share is not None else 1 - 1 / t["boxes"]
     return sys_.scale_up_to_out * crossing / ((1 - 1 / sys_.count) if remote_one else 1.0)
@@ -202,6 +204,9 @@ EXERCISES = (
                     value=lambda: _slowdown(share=0.5)),
             Mistake("the choices whose expert is in the GPU's own box stay on NVLink: only 2/3 cross the network.",
                     value=lambda: _slowdown(share=1.0)),
+            Mistake("the prompt sends every expert choice on its own, as the decode kernels do; once per GPU "
+                    "and once per box is how the prefill and training kernels send.",
+                    value=lambda: _slowdown(dedup=True)),
         )),
     Exercise(
         id="max_batch_kimi",
