@@ -17,11 +17,22 @@ def explorer():
 
 
 def test_readout_kink_and_tier_are_pricings(explorer):
-    text = explorer.update(model="llama-3.1-70b", target="H100-SXM", dtype="fp8", batch=1e6, hold=3600.0)
+    text = explorer.update(model="jamba-v0.1", target="hgx-h100", dtype="fp8", batch=4096, hold=3600.0)
     kink = float(re.search(r"L = ([\d,]+)", text).group(1).replace(",", ""))
-    # At a million sequences the kink is within the grid's step (10 stops a decade) of L*.
-    assert kink == pytest.approx(roofline.balance_context_for("H100-SXM", "llama-3.1-70b", "fp8"), rel=0.26)
-    assert pricing.cheapest_tier(3600.0, "H100-SXM").display in text
+    assert kink == pytest.approx(lc.curves("jamba-v0.1", "hgx-h100", "fp8", 4096).decode.kink, abs=0.5)
+    # With the batch cut to what fits, the kink lies below L*, the limit of an unbounded batch.
+    assert kink < roofline.balance_context_for("H100-SXM", "jamba-v0.1", "fp8")
+    assert "262,144 tokens" in text  # the curves stop at the model's maximum context
+    assert pricing.cheapest_tier(3600.0, "hgx-h100").display in text
+
+
+def test_curves_stop_at_the_models_maximum_context():
+    c = lc.curves("llama-3.1-70b", "hgx-h100", "fp8", 4096)
+    assert c.contexts[-1] == c.top == 131_072 and c.contexts.max() == 131_072
+    series = c.on(lc.CONTEXTS)
+    beyond = lc.CONTEXTS > 131_072
+    assert np.all(np.isnan(series["cost"][beyond])) and np.all(np.isfinite(series["cost"][~beyond]))
+    assert np.all(np.isfinite(series["prefill"][~beyond]))
 
 
 def test_hold_moves_only_the_marker(explorer):
@@ -46,9 +57,14 @@ def test_twin_views_cover_every_combination_and_hold_no_dollar():
 
 
 def test_twin_cost_series_is_the_libraries():
-    view = lc.twin_view("deepseek-v3", "gb200-nvl72", "google/gemini-2.5-pro", 300.0)
-    c = pricing.cost_against_context("deepseek-v3", "gb200-nvl72", lc.CONTEXTS, lc.TWIN_BATCH, lc.TWIN_DTYPE)
-    assert np.allclose(view["panels"][0]["series"]["cost"], c.relative, rtol=5e-3)  # 3 significant digits
+    view = lc.twin_view("qwen3-235b-a22b", "gb200-nvl72", "google/gemini-3.1-pro-preview", 300.0)
+    inside = lc.CONTEXTS <= 131_072
+    dec = pricing.cost_against_context("qwen3-235b-a22b", "gb200-nvl72", lc.CONTEXTS[inside], lc.TWIN_BATCH, lc.TWIN_DTYPE)
+    pre = pricing.prefill_cost_against_context("qwen3-235b-a22b", "gb200-nvl72", lc.CONTEXTS[inside], lc.TWIN_DTYPE)
+    series = view["panels"][0]["series"]
+    assert np.allclose(series["cost"][:inside.sum()], dec.relative, rtol=5e-3)  # 3 significant digits
+    assert np.allclose(series["prefill"][:inside.sum()], pre.relative, rtol=5e-3)
+    assert all(v is None for v in series["cost"][inside.sum():])  # past the model's maximum context
     assert view["readout"]["constants"]["tier"] == lc._short(pricing.cheapest_tier(300.0, "gb200-nvl72").display)
 
 

@@ -265,34 +265,126 @@ def test_sparse_attention_bad_input(call, param):
 
 # --- cost per token against context (graph C) -------------------------------------------------
 def test_cost_against_context_hand_calculation():
-    # Llama 3 70B in FP8 on one H100, 64 sequences at 10,000 tokens: per token, compute is
-    # 2 N_act / F + f_att L / F_att and memory N_tot b_w / (B W) + L b_kv / W.
+    # Llama 3 70B in FP8 on 8 H100s, 64 sequences at 10,000 tokens (all fit: 64 x 3.28 GB beside 70.6 GB
+    # of weights in 576 GB): per token, compute is 2 N_act / F + f_att L / F_att and memory
+    # N_tot b_w / (B W) + L b_kv / W, with F, F_att and W eight GPUs'.
     m = models.get("llama-3-70b")
-    c = pricing.cost_against_context("llama-3-70b", "H100-SXM", [10_000], 64, "fp8", usd_per_chip_hour=3.0)
-    compute = 2 * m.active_params / H100_FP8 + 4 * 64 * 128 * 80 * 10_000 / H100_BF16
-    memory = m.total_params / (64 * H100_W) + 10_000 * 327_680 / H100_W
+    c = pricing.cost_against_context("llama-3-70b", "hgx-h100", [10_000], 64, "fp8", usd_per_chip_hour=3.0)
+    compute = 2 * m.active_params / (8 * H100_FP8) + 4 * 64 * 128 * 80 * 10_000 / (8 * H100_BF16)
+    memory = m.total_params / (64 * 8 * H100_W) + 10_000 * 327_680 / (8 * H100_W)
+    assert c.batch[0] == 64
     assert c.compute[0] == pytest.approx(compute, rel=1e-9) and c.memory[0] == pytest.approx(memory, rel=1e-9)
-    assert c.usd_per_million_tokens[0] == pytest.approx(1e6 * max(compute, memory) * 3.0 / 3600, rel=1e-9)
+    assert c.usd_per_million_tokens[0] == pytest.approx(1e6 * max(compute, memory) * 8 * 3.0 / 3600, rel=1e-9)
+
+
+def test_cost_against_context_cuts_the_batch_to_what_fits():
+    # 90% of HBM usable. 8 H100s: (576e9 - 70.55e9) / (200,000 x 327,680 B) = 7.7 sequences at 200K.
+    # One H100: (72e9 - 70.55e9) / (100 x 327,680) = 44.2 at 100 tokens, none at 200K.
+    m = models.get("llama-3.1-70b")
+    server = pricing.cost_against_context("llama-3.1-70b", "hgx-h100", [200_000], 4096)
+    assert server.batch[0] == math.floor((8 * 0.9 * H100_HBM - m.total_params) / (200_000 * 327_680))
+    one = pricing.cost_against_context("llama-3.1-70b", "H100-SXM", [100, 200_000], 4096)
+    assert one.batch[0] == math.floor((0.9 * H100_HBM - m.total_params) / (100 * 327_680)) == 44
+    assert np.isnan(one.batch[1]) and np.isnan(one.usd_per_million_tokens[1])
+    # Past the cut the weights' time per token grows with L as the KV's does: memory per token is
+    # L b_kv (1 + weights / free HBM) / W, up to the floor on the batch.
+    free = 8 * 0.9 * H100_HBM - m.total_params
+    assert server.memory[0] == pytest.approx(m.total_params / (server.batch[0] * 8 * H100_W)
+                                             + 200_000 * 327_680 / (8 * H100_W), rel=1e-9)
+    assert server.memory[0] > 200_000 * 327_680 * (1 + m.total_params / free) / (8 * H100_W)
+    with pytest.raises(ChalkError) as info:
+        pricing.cost_against_context("deepseek-v3", "H100-SXM", [100], 1)
+    assert "does not fit" in str(info.value)
 
 
 def test_cost_kink_tends_to_balance_context():
+    # The bandwidth bound (capacity ignored): as the batch grows the kink tends to L*.
     contexts = np.linspace(1, 3000, 30_000)
     star = roofline.balance_context_for("H100-SXM", "llama-3-70b", "fp8")
-    kinks = [pricing.cost_against_context("llama-3-70b", "H100-SXM", contexts, b).kink for b in (1e3, 1e5, 1e8)]
+    kinks = [pricing.cost_against_context("llama-3-70b", "H100-SXM", contexts, b, fit=False).kink
+             for b in (1e3, 1e5, 1e8)]
     assert kinks[0] < kinks[1] < kinks[2] and kinks[-1] == pytest.approx(star, rel=1e-3)
-    flat = pricing.cost_against_context("llama-3-70b", "H100-SXM", [100, 200], 1e8)
+    flat = pricing.cost_against_context("llama-3-70b", "H100-SXM", [100, 200], 1e8, fit=False)
     assert flat.relative[-1] == pytest.approx(1.0, rel=0.02)  # compute-bound: flat in L
 
 
+def test_kink_is_interpolated_between_grid_points():
+    # On a grid of ten points a decade the crossing still lands within 2% of the one a fine grid finds.
+    coarse = pricing.cost_against_context("llama-3-70b", "H100-SXM", np.logspace(2, 4, 21), 1e8, fit=False)
+    fine = pricing.cost_against_context("llama-3-70b", "H100-SXM", np.linspace(100, 2000, 19_001), 1e8, fit=False)
+    assert coarse.kink == pytest.approx(fine.kink, rel=0.02)
+    assert coarse.kink not in coarse.context
+
+
+def test_prefill_cost_hand_calculation():
+    # Llama 3 70B FP8 on 8 H100s. An 8,192-token prompt shares a 16,384-token pass with one other: per
+    # token 2 N_act / F plus attention over 8192 - 8191/2 tokens on average. A 100-token prompt shares
+    # its pass with 163 others.
+    m = models.get("llama-3-70b")
+    c = pricing.prefill_cost_against_context("llama-3-70b", "hgx-h100", [100, 8192])
+    assert list(c.batch) == [164, 2]
+    per_token = 2 * m.active_params / (8 * H100_FP8) + 4 * 64 * 128 * 80 * (8192 - 8191 / 2) / (8 * H100_BF16)
+    assert c.compute[1] == pytest.approx(per_token, rel=1e-9)
+    assert c.compute[1] > c.memory[1] and c.compute[0] > c.memory[0]  # both compute-bound
+
+
+def test_tier_costs_are_means_over_each_tier():
+    # Jamba, the one catalog model published past Gemini's 200K step: the midpoint means agree with a
+    # trapezoid over a grid ten times finer, and both costs rise from one tier to the next.
+    tc = pricing.tier_costs("google/gemini-3.1-pro-preview", "jamba-v0.1", "hgx-h100", 4096)
+    assert (tc.step, tc.top) == (200_000, 262_144) and tc.price_steps == (2.0, 1.5)
+    grid = np.linspace(1, 200_000, 2001)
+    dec = pricing.cost_against_context("jamba-v0.1", "hgx-h100", grid, 4096).usd_per_million_tokens
+    assert tc.decode[0] == pytest.approx(np.trapezoid(dec, grid) / (grid[-1] - grid[0]), rel=0.01)
+    assert tc.decode_ratio > 1 and tc.prefill_ratio > 1
+
+
 @pytest.mark.parametrize("call, param", [
+    (lambda: pricing.tier_costs("google/gemini-2.5-pro", "llama-3.1-70b", "hgx-h100", 64), "model"),
+    (lambda: pricing.tier_costs("openai/gpt-5", "jamba-v0.1", "hgx-h100", 64), "price"),
+    (lambda: pricing.prefill_cost_against_context("llama-3-70b", "hgx-h100", [0.5]), "prompts"),
+    (lambda: pricing.prefill_cost_against_context("llama-3-70b", "hgx-h100", [100], tokens_per_pass=0),
+     "tokens_per_pass"),
     (lambda: pricing.cost_against_context("llama-3-70b", "H100-SXM", [], 64), "contexts"),
     (lambda: pricing.cost_against_context("llama-3-70b", "H100-SXM", [-1], 64), "contexts"),
     (lambda: pricing.cost_against_context("llama-3-70b", "H100-SXM", [10], 0), "batch"),
     (lambda: pricing.cost_against_context("llama-3-70b", "nope", [10], 1), "target"),
     (lambda: pricing.cost_against_context("llama-3-70b", "H100-SXM", [10], 1, usd_per_chip_hour=-1),
      "usd_per_chip_hour"),
+    (lambda: pricing.cost_against_context("llama-3-70b", "H100-SXM", [10], 1, fit="yes"), "fit"),
 ])
 def test_cost_against_context_bad_input(call, param):
     with pytest.raises(ChalkError) as info:
         call()
     assert str(info.value).startswith(param)
+
+
+# --- a storage price read as a tier's rent ----------------------------------------------------
+def test_implied_cache_bytes_hand_calculation():
+    # $4.50 per million tokens per hour in the HBM of 8 H100s at $2 per GPU-hour: p_hbm = 16 / 3600 / 640e9
+    # USD per byte-second, held 3,600 s plus one read (640e9 / 26.8e12 s): about 180 KB per token.
+    p_hbm = 8 * 2.0 / 3600 / (8 * H100_HBM)
+    by_hand = 4.50 / 1e6 / (p_hbm * (3600 + H100_HBM / H100_W))
+    assert pricing.implied_cache_bytes_per_token(4.50, "hbm-hgx-h100", "hgx-h100") == pytest.approx(by_hand, rel=1e-9)
+    with pytest.raises(ChalkError) as info:
+        pricing.implied_cache_bytes_per_token(4.50, "hbm-h100", "hgx-h100")
+    assert str(info.value).startswith("tier")
+
+
+# --- attention in decode form and prefill form --------------------------------------------------
+def test_attention_crossover_prefill_form():
+    # DeepSeek-V3 prefill runs MLA un-absorbed: 2 x 128 heads x (128 + 64 + 128) FLOPs per cached token
+    # and layer, 61 layers, against 2 x 128 x (2 x 512 + 64) absorbed in decode. FP8 matmuls at twice
+    # the BF16 attention rate: L = N_act / f_att.
+    m = models.get("deepseek-v3")
+    f_prefill = 2 * 128 * (128 + 64 + 128) * 61
+    assert pricing.prefill_attention_flops_per_cached_token("deepseek-v3") == f_prefill
+    assert m.attention_flops_per_cached_token() == 2 * 128 * (2 * 512 + 64) * 61
+    assert pricing.attention_crossover_context("deepseek-v3", "H800", "fp8", form="prefill") == \
+        pytest.approx(m.active_params / f_prefill * (2 * H100_BF16 / H100_FP8), rel=1e-9)
+    # For GQA the two forms are one.
+    assert pricing.attention_crossover_context("llama-3-70b", form="prefill") == \
+        pytest.approx(pricing.attention_crossover_context("llama-3-70b"), rel=1e-12)
+    with pytest.raises(ChalkError) as info:
+        pricing.attention_crossover_context("llama-3-70b", form="training")
+    assert str(info.value).startswith("form")

@@ -108,3 +108,23 @@ def test_deepseek_v32_core_attention_is_o_lk():
     low, high = (pricing.decode_attention_work("deepseek-v3", x, sparse=True).flops for x in (L, 2 * L))
     indexer_per_token = 2 * 64 * 128 * models.get("deepseek-v3").n_attention_layers
     assert high - low == pytest.approx(indexer_per_token * L, rel=EXACT)
+
+
+def test_deepseek_output_input_chip_time_from_published_throughput():
+    """DeepSeek, "Day 6: One More Thing, DeepSeek-V3/R1 Inference System Overview" (open-infra-index,
+    2025-03-01): each H800 node delivers ~73.7k input tokens/s in prefill (cache hits included) and
+    ~14.8k output tokens/s in decode; of 608B input tokens that day 342B (56.3%) hit the on-disk KV
+    cache. An output token takes 73.7 / 14.8 = 4.98 times an input token's GPU time, or
+    73.7 x (1 - 342/608) / 14.8 = 2.18 times if hits cost no prefill; R1's list prices (api-docs, 2025-02:
+    $0.55 cache miss, $2.19 output) put output at 3.98 times input. Printed to three figures: 0.5%."""
+    from chalk import operator
+    assert pricing.operator_chip_time_ratio(operator.DEEPSEEK) == pytest.approx(73.7 / 14.8, rel=0.005)
+    assert pricing.operator_chip_time_ratio(operator.DEEPSEEK, cache_misses_only=True) == \
+        pytest.approx(73.7 * (1 - 342 / 608) / 14.8, rel=0.005)
+    assert prices.get("deepseek/deepseek-reasoner@2025-02").output_to_input == pytest.approx(2.19 / 0.55, rel=EXACT)
+
+
+def test_gemini_storage_price_is_typed_as_published():
+    """Google's Gemini API pricing (ai.google.dev/gemini-api/docs/pricing, 2025-06): Gemini 2.5 Pro context
+    caching storage $4.50 per 1,000,000 tokens per hour. Exact."""
+    assert prices.get("google/gemini-2.5-pro").cache_storage_per_hour == pytest.approx(4.50, rel=EXACT)

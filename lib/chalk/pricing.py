@@ -360,9 +360,18 @@ class ContextCost:
 
     @property
     def kink(self) -> float:
-        """First context at which the reads outlast the compute (inf if none in the range)."""
-        bound = self.context[self.memory > self.compute]
-        return float(bound[0]) if bound.size else math.inf
+        """Context at which the reads overtake the compute: between the last point where they do not
+        and the first where they do, interpolated linearly in log(memory / compute) against log(L);
+        the first context if they outlast it there already, inf if nowhere in the range."""
+        over = np.flatnonzero(self.memory > self.compute)
+        if not over.size:
+            return math.inf
+        i = int(over[0])
+        if i == 0 or self.context[i - 1] <= 0:
+            return float(self.context[i])
+        x = np.log(self.context[i - 1:i + 1])
+        y = np.log(self.memory[i - 1:i + 1] / self.compute[i - 1:i + 1])
+        return float(np.exp(x[0] - y[0] * (x[1] - x[0]) / (y[1] - y[0])))
 
 
 def _replica_on(model, target, dtype, kv_bytes_per_element=2) -> roofline.Replica:

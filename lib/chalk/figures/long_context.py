@@ -6,6 +6,7 @@ Every curve comes from ``chalk.pricing`` (which reads Chapter 1's roofline and t
 pass formulas); the figures only draw and label it.
 """
 import html
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -36,22 +37,58 @@ def _short(name: str) -> str:
 
 
 # --- graph C ----------------------------------------------------------------------------------
-def draw_cost(ax, model, target, dtype, batch, price=None, contexts=CONTEXTS, mark_kink=True):
-    """Compute, memory and their maximum per token against context, relative to the cost at the
-    shortest context, with the kink marked and ``price``'s long-context step over it. Returns the
-    ``pricing.ContextCost`` drawn."""
-    c = pricing.cost_against_context(model, target, contexts, batch, dtype)
-    base = np.maximum(c.compute, c.memory)[0]
-    ax.plot(c.context, c.compute / base, color=COLORS["compute"], ls="--", label="compute (matmuls + attention)")
-    ax.plot(c.context, c.memory / base, color=COLORS["memory"], ls=":", lw=1.8, label="memory (weights + KV reads)")
-    ax.plot(c.context, c.relative, color=COLORS["cost"], lw=2.2, label="cost per token (the larger)")
-    if mark_kink and np.isfinite(c.kink):
-        ax.axvline(c.kink, color=COLORS["kink"], lw=1, ls="-.", label=f"kink, L = {c.kink:,.0f}")
+@dataclass(frozen=True)
+class Curves:
+    """Graph C's two costs per token for one model, system, format and batch, on ``contexts`` up
+    to the model's published maximum context (``top``); each ``pricing.ContextCost`` is NaN where
+    not one sequence fits."""
+    contexts: np.ndarray
+    top: float
+    decode: pricing.ContextCost
+    """per output token: ``batch`` sequences per step, or as many as fit"""
+    prefill: pricing.ContextCost
+    """per input token, of a prompt of each length"""
+
+    def on(self, contexts) -> dict[str, np.ndarray]:
+        """Each drawn series relative to its cost at the first context, on ``contexts`` (the grid's
+        own points; NaN past the model's maximum context)."""
+        contexts = np.asarray(contexts, dtype=float)
+        index = {float(x): i for i, x in enumerate(self.contexts)}
+        d0 = np.maximum(self.decode.compute, self.decode.memory)[0]
+        series = {"compute": self.decode.compute / d0, "memory": self.decode.memory / d0,
+                  "cost": self.decode.relative, "prefill": self.prefill.relative}
+        pick = [index.get(float(x)) for x in contexts]
+        return {k: np.array([v[i] if i is not None else np.nan for i in pick]) for k, v in series.items()}
+
+
+def curves(model, target, dtype, batch, contexts=CONTEXTS) -> Curves:
+    """Decode and prefill cost per token on the points of ``contexts`` up to ``model``'s maximum
+    context, that maximum added as the last point."""
+    top = float(models.get(model).max_context or contexts[-1])
+    grid = np.append(contexts[contexts < top], top) if top <= contexts[-1] else contexts
+    return Curves(grid, top, pricing.cost_against_context(model, target, grid, batch, dtype),
+                  pricing.prefill_cost_against_context(model, target, grid, dtype))
+
+
+def draw_cost(ax, model, target, dtype, batch, price=None, contexts=CONTEXTS, mark_kink=True) -> Curves:
+    """Decode's compute, memory and cost per output token against context, and prefill's cost per
+    input token, each relative to its cost at the shortest context; the kink marked; ``price``'s
+    output step over the decode cost and its input step over the prefill cost."""
+    c = curves(model, target, dtype, batch, contexts)
+    rel = c.on(c.contexts)
+    ax.plot(c.contexts, rel["compute"], color=COLORS["compute"], ls="--", lw=1, label="decode compute")
+    ax.plot(c.contexts, rel["memory"], color=COLORS["memory"], ls=":", lw=1.6, label="decode memory (weights + KV reads)")
+    ax.plot(c.contexts, rel["cost"], color=COLORS["cost"], lw=2.2, label="decode: cost per output token")
+    ax.plot(c.contexts, rel["prefill"], color=COLORS["input"], lw=2.2, marker="s", markevery=5, ms=3.5,
+            label="prefill: cost per input token")
+    if mark_kink and np.isfinite(c.decode.kink):
+        ax.axvline(c.decode.kink, color=COLORS["kink"], lw=1, ls="-.", label=f"decode kink, L ≈ {c.decode.kink:,.0f}")
     if price is not None:
         _draw_price(ax, prices.get(price) if isinstance(price, str) else price, contexts)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("context L (tokens)")
+    ax.set_xlim(contexts[0], contexts[-1])
+    ax.set_xlabel("context L (tokens): the prompt, or the cache a decode token reads")
     ax.set_ylabel("cost per token / cost at the shortest context")
     return c
 
@@ -62,26 +99,33 @@ def _draw_price(ax, price, contexts):
     step = price.long_context["above_tokens"]
     to_in, to_out = price.long_context_multipliers
     xs = [contexts[0], step, step, contexts[-1]]
-    ax.plot(xs, [1, 1, to_in, to_in], color=COLORS["input"], lw=1.6, marker="|", ms=8,
-            label=f"{price.model}: input price step (x{to_in:g})")
+    ax.plot(xs, [1, 1, to_in, to_in], color=COLORS["input"], lw=1.2, ls=(0, (1, 1.5)),
+            label=f"{price.model}: input price (x{to_in:g} above {step:,})")
     ax.plot(xs, [1, 1, to_out, to_out], color=COLORS["output"], lw=1.6, ls=(0, (4, 2)),
-            label=f"output price step (x{to_out:g})")
+            label=f"output price (x{to_out:g} above {step:,})")
 
 
-def cost_figure(model="llama-3.1-70b", target="H100-SXM", dtype="fp8", batch=4096, price="google/gemini-2.5-pro",
-                width=7.0, height=3.8, mark_kink=True):
-    """Graph C for one model, chip and batch, with a provider's price steps (none if ``price`` is None)."""
+def cost_figure(model="jamba-v0.1", target="hgx-h100", dtype="fp8", batch=4096, price="google/gemini-3.1-pro-preview",
+                width=7.0, height=4.2, mark_kink=True):
+    """Graph C for one model, system and batch (cut to what fits), up to the model's maximum
+    context, with a provider's price steps (none if ``price`` is None)."""
     fig, (ax,) = new_figure(width, height)
     with style():
         c = draw_cost(ax, model, target, dtype, batch, price, mark_kink=mark_kink)
-        ax.set_title(f"{models.get(model).display} on {target}, {dtype.upper()}, {batch:,.0f} sequences per step")
-        ax.legend(fontsize=7, frameon=False, loc="upper left")
+        ax.set_title(f"{models.get(model).display} on {target}, {dtype.upper()}, up to {batch:,.0f} sequences per step")
+        ax.legend(fontsize=6.5, frameon=False, loc="upper left")
         fig.tight_layout()
-    kink = f"the reads overtake the compute at {c.kink:,.0f} tokens" if np.isfinite(c.kink) else \
-        "the reads never overtake the compute in this range"
-    return describe(fig, f"Cost per token is flat while compute-bound, then rises in proportion to the "
-                         f"context: {kink}, and at {c.context[-1]:,.0f} tokens a token costs "
-                         f"{c.relative[-1]:,.3g} times what it costs at {c.context[0]:,.0f}.")
+    if not mark_kink:  # a chart to read the kink from (a problem set's) does not say where it is
+        kink = "where the reads overtake the compute is left to the reader"
+    elif np.isfinite(c.decode.kink):
+        kink = f"the reads overtake the compute at {c.decode.kink:,.0f} tokens"
+    else:
+        kink = "the reads never overtake the compute in this range"
+    return describe(fig, f"Decode cost per output token is flat while compute-bound, then rises in proportion to the "
+                         f"context: {kink}, and at the model's maximum context of {c.top:,.0f} tokens an output token "
+                         f"costs {c.decode.relative[-1]:,.3g} times what it costs at {c.contexts[0]:,.0f}. Prefill cost "
+                         f"per input token rises only through attention, {c.prefill.relative[-1]:,.3g} times over the "
+                         "same range.")
 
 
 # --- graph D ----------------------------------------------------------------------------------
@@ -175,8 +219,10 @@ class LongContextFigure:
             a = self.ax_cost
             self.compute = a.plot([], [], color=COLORS["compute"], ls="--", label="compute")[0]
             self.memory = a.plot([], [], color=COLORS["memory"], ls=":", lw=1.8, label="memory")[0]
-            self.cost = a.plot([], [], color=COLORS["cost"], lw=2.2, label="cost (the larger)")[0]
-            self.step_in = a.plot([], [], color=COLORS["input"], marker="|", ms=8, label="input price step")[0]
+            self.cost = a.plot([], [], color=COLORS["cost"], lw=2.2, label="decode cost (the larger)")[0]
+            self.prefill = a.plot([], [], color=COLORS["input"], lw=2.2, marker="s", markevery=5, ms=3.5,
+                                  label="prefill cost")[0]
+            self.step_in = a.plot([], [], color=COLORS["input"], lw=1.2, ls=(0, (1, 1.5)), label="input price step")[0]
             self.step_out = a.plot([], [], color=COLORS["output"], ls=(0, (4, 2)), label="output price step")[0]
             self.kink = a.plot([], [], color=COLORS["kink"], ls="-.", lw=1, label="kink")[0]
             self.tier_lines = [self.ax_tier.plot([], [], color=TIER_COLORS[i], ls=TIER_STYLES[i], marker=TIER_MARKERS[i],
@@ -184,24 +230,25 @@ class LongContextFigure:
             self.envelope = self.ax_tier.plot([], [], color="black", lw=3, alpha=0.25, label="cheapest tier")[0]
             self.here = self.ax_tier.plot([], [], "o", ms=9, color=COLORS["kink"], mec="black", zorder=5,
                                           label="chosen hold time", clip_on=False)[0]
-            self.fig.legend(handles=[self.compute, self.memory, self.cost, self.step_in, self.step_out, self.kink,
-                                     self.envelope, self.here], loc="lower center", ncol=4, frameon=False)
+            self.fig.legend(handles=[self.compute, self.memory, self.cost, self.prefill, self.step_in, self.step_out,
+                                     self.kink, self.envelope, self.here], loc="lower center", ncol=5, frameon=False)
             self.tier_legend = None
             self.note = self.fig.text(0.5, 0.6, "", ha="center", va="center", fontsize=11, color="#b00")
-        self.layers = Layers(self.fig, [self.compute, self.memory, self.cost, self.step_in, self.step_out, self.kink,
+        self.layers = Layers(self.fig, [self.compute, self.memory, self.cost, self.prefill, self.step_in, self.step_out,
+                                        self.kink,
                                         *self.tier_lines, self.envelope, self.note],
                              [self.here], [self.ax_cost.yaxis, self.ax_tier.yaxis])
         self._view, self._ylim = None, None
 
-    def draw(self, view, c: pricing.ContextCost, price, held, costs, hold, hold_cost):
+    def draw(self, view, c: Curves, price, held, costs, hold, hold_cost):
         if view != self._view:
             self._view = view
             self.note.set_text("")
-            base = np.maximum(c.compute, c.memory)[0]
-            self.compute.set_data(c.context, c.compute / base)
-            self.memory.set_data(c.context, c.memory / base)
-            self.cost.set_data(c.context, c.relative)
-            top = max(c.relative.max(), 2.0)
+            rel = c.on(c.contexts)
+            for line, key in ((self.compute, "compute"), (self.memory, "memory"), (self.cost, "cost"),
+                              (self.prefill, "prefill")):
+                line.set_data(c.contexts, rel[key])
+            top = max(np.nanmax(rel["cost"]), np.nanmax(rel["prefill"]), 2.0)
             if price.long_context:
                 step = price.long_context["above_tokens"]
                 to_in, to_out = price.long_context_multipliers
@@ -211,8 +258,8 @@ class LongContextFigure:
             else:
                 self.step_in.set_data([], [])
                 self.step_out.set_data([], [])
-            low = min((c.compute / base).min(), (c.memory / base).min(), 1.0)
-            self.kink.set_data(([c.kink] * 2, [low, top]) if np.isfinite(c.kink) else ([], []))
+            low = min(np.nanmin(rel["compute"]), np.nanmin(rel["memory"]), np.nanmin(rel["prefill"]), 1.0)
+            self.kink.set_data(([c.decode.kink] * 2, [low, top]) if np.isfinite(c.decode.kink) else ([], []))
             for line, t in zip(self.tier_lines, held + [None] * (7 - len(held))):
                 if t is None:
                     line.set_data([], [])
@@ -238,7 +285,8 @@ class LongContextFigure:
 
     def message(self, text: str):
         self._view = ("message", text)
-        for a in (self.compute, self.memory, self.cost, self.step_in, self.step_out, self.kink, *self.tier_lines,
+        for a in (self.compute, self.memory, self.cost, self.prefill, self.step_in, self.step_out, self.kink,
+                  *self.tier_lines,
                   self.envelope, self.here):
             a.set_data([], [])
         self.note.set_text(text)
@@ -248,8 +296,8 @@ class LongContextFigure:
 
 
 @lru_cache(maxsize=128)
-def _curves(model, target, dtype, batch):
-    return pricing.cost_against_context(model, target, CONTEXTS, batch, dtype)
+def _curves(model, target, dtype, batch) -> Curves:
+    return curves(model, target, dtype, batch)
 
 
 @lru_cache(maxsize=16)
@@ -259,15 +307,20 @@ def _tier_costs(target):
     return held, costs
 
 
-def readout(model, target, dtype, batch, price, hold, c, tier, cost) -> str:
+def readout(model, target, dtype, batch, price, hold, c: Curves, tier, cost) -> str:
     p = prices.get(price)
     to_in, to_out = p.long_context_multipliers
-    kink = f"reads overtake compute at <b>L = {c.kink:,.0f}</b>" if np.isfinite(c.kink) else \
-        "compute-bound over the whole range"
-    return (f"{html.escape(models.get(model).display)} on {html.escape(target)}, {dtype.upper()}, "
-            f"{batch:,.0f} sequences per step: {kink}; at 1M tokens a token costs {c.relative[-1]:,.3g}x "
-            f"its short-context cost. {html.escape(p.model)} steps at {p.long_context['above_tokens']:,} "
-            f"tokens by x{to_in:g} (input) and x{to_out:g} (output).<br>A cache held {explorer.number(hold)} s: "
+    step = p.long_context["above_tokens"]
+    kink = f"decode's reads overtake its compute at <b>L = {c.decode.kink:,.0f}</b>" if np.isfinite(c.decode.kink) else \
+        "decode is compute-bound over the whole range"
+    fits = c.decode.batch[-1]
+    last = (f"{fits:,.0f} sequences fit" if np.isfinite(fits) else "not one sequence fits")
+    beyond = "" if c.top > step else f" (beyond {html.escape(models.get(model).display)}'s maximum context)"
+    return (f"{html.escape(models.get(model).display)} on {html.escape(target)}, {dtype.upper()}, up to "
+            f"{batch:,.0f} sequences per step: {kink}. At its maximum context, {c.top:,.0f} tokens ({last}), "
+            f"an output token costs {c.decode.relative[-1]:,.3g}x and an input token {c.prefill.relative[-1]:,.3g}x "
+            f"their short-context costs. {html.escape(p.model)} steps at {step:,} tokens{beyond} by x{to_in:g} "
+            f"(input) and x{to_out:g} (output).<br>A cache held {explorer.number(hold)} s: "
             f"cheapest in <b>{html.escape(tier.display)}</b>, {1e9 * cost:,.3g} USD per GB "
             "(capacity rent + one read back; power and hosts left out).")
 
@@ -293,8 +346,8 @@ class Explorer(explorer.Explorer):
         Dropdown("price", "price list", tuple((prices.get(p).model, p) for p in PRICES)),
         log_slider("hold", "cache hold time (s)", 1e-3, 1e7, per_decade=4),
     )
-    defaults = dict(model="llama-3.1-70b", target="H100-SXM", dtype="fp8", batch=1e4,
-                    price="google/gemini-2.5-pro", hold=300.0)
+    defaults = dict(model="jamba-v0.1", target="hgx-h100", dtype="fp8", batch=4096,
+                    price="google/gemini-3.1-pro-preview", hold=300.0)
     rows = (("model", "target", "dtype"), ("batch", "price"), ("hold",))
 
     def make_figure(self):
@@ -310,16 +363,18 @@ class Explorer(explorer.Explorer):
 
 
 # --- static twin ------------------------------------------------------------------------------
-TWIN_MODELS = ("llama-3.1-70b", "deepseek-v3", "jamba-v0.1")
-TWIN_TARGETS = ("H100-SXM", "hgx-h100", "gb200-nvl72")
-TWIN_PRICES = ("google/gemini-2.5-pro", "anthropic/claude-sonnet-4.5")
+TWIN_MODELS = ("jamba-v0.1", "llama-3.1-70b", "qwen3-235b-a22b")
+TWIN_TARGETS = ("hgx-h100", "hgx-h200", "gb200-nvl72")
+"""Systems every twin model fits on in FP8."""
+TWIN_PRICES = ("google/gemini-3.1-pro-preview", "anthropic/claude-sonnet-4.5")
 TWIN_HOLDS = ((1.0, "1 second"), (300.0, "5 minutes"), (3600.0, "1 hour"), (86400.0, "1 day"))
 TWIN_BATCH = 4096
 TWIN_DTYPE = "fp8"
 PANEL_W, PANEL_H = 420, 230
-TEMPLATES = ["L = {context} tokens: compute {0.compute}, memory {0.memory}, cost {0.cost} times the cost "
-             "at 100 tokens; {price}'s list above {step} tokens: x{0.input} (input), x{0.output} (output). "
-             "Kink at {kink} tokens. "
+TEMPLATES = ["L = {context} tokens: an output token costs {0.cost} times its cost at 100 tokens (decode compute "
+             "{0.compute}, memory {0.memory}), an input token {0.prefill} times (prefill); {price}'s list: "
+             "x{0.output} (output), x{0.input} (input), stepping above {step} tokens. Decode kink at {kink} tokens; "
+             "the model's maximum context {top} tokens (– beyond it). "
              "A cache held {hold}: cheapest in {tier}, {tier_cost} USD per GB."]
 
 
@@ -345,27 +400,27 @@ def _bars(target, hold) -> list:
 
 
 def twin_view(model, target, price, hold) -> dict:
-    c = pricing.cost_against_context(model, target, CONTEXTS, TWIN_BATCH, TWIN_DTYPE)
-    base = np.maximum(c.compute, c.memory)[0]
+    c = _curves(model, target, TWIN_DTYPE, TWIN_BATCH)
+    rel = c.on(CONTEXTS)
     p = prices.get(price)
     step = p.long_context["above_tokens"]
     to_in, to_out = p.long_context_multipliers
     tier = pricing.cheapest_tier(hold, target)
     cost = pricing.hold_costs(hold, target)[tier.name]
-    series = {"compute": twin.rounded(c.compute / base), "memory": twin.rounded(c.memory / base),
-              "cost": twin.rounded(c.relative),
-              "input": twin.rounded(np.where(CONTEXTS > step, to_in, 1.0)),
-              "output": twin.rounded(np.where(CONTEXTS > step, to_out, 1.0))}
-    top = max(c.relative.max(), to_in)
-    low = min((c.compute / base).min(), (c.memory / base).min(), 1.0)
+    series = {key: twin.rounded(rel[key]) for key in ("compute", "memory", "cost", "prefill")}
+    series |= {"input": twin.rounded(np.where(CONTEXTS > step, to_in, 1.0)),
+               "output": twin.rounded(np.where(CONTEXTS > step, to_out, 1.0))}
+    top = max(np.nanmax(rel["cost"]), to_in)
+    low = min(np.nanmin(rel["compute"]), np.nanmin(rel["memory"]), np.nanmin(rel["prefill"]), 1.0)
+    kink = c.decode.kink
     stops = len(CONTEXTS)
     return {"panels": [{"ylim": [float(10 ** np.floor(np.log10(low))), float(10 ** np.ceil(np.log10(top)))],
                         "series": series,
-                        **({"vlines": [{"x": float(c.kink), "style": "kink"}]} if np.isfinite(c.kink) else {})},
+                        **({"vlines": [{"x": float(kink), "style": "kink"}]} if np.isfinite(kink) else {})},
                        {"frames": [_bars(target, hold)]}],
             "readout": {"pick": [0] * stops, "values": {},
-                        "constants": {"kink": f"{c.kink:,.0f}" if np.isfinite(c.kink) else "none below 1M",
-                                      "price": p.model, "step": f"{step:,}",
+                        "constants": {"kink": f"{kink:,.0f}" if np.isfinite(kink) else "none in range",
+                                      "top": f"{c.top:,.0f}", "price": p.model, "step": f"{step:,}",
                                       "hold": dict(TWIN_HOLDS)[hold], "tier": _short(tier.display),
                                       "tier_cost": f"{1e9 * cost:.3g}"}}}
 
@@ -378,12 +433,13 @@ def twin_data() -> dict:
         twin.select("hold", "cache hold time", [(f"{h:g}", label) for h, label in TWIN_HOLDS]),
         twin.slider("context", "context L (tokens)", CONTEXTS, 200_000),
     ]
-    panels = [twin.chart(f"cost per token against context ({TWIN_BATCH:,} sequences per step, FP8)",
+    panels = [twin.chart(f"cost per token against context (up to {TWIN_BATCH:,} sequences per step, FP8)",
                          "context L (tokens)", "relative to the cost at 100 tokens", point=("cost", "point")),
               twin.shapes("where to hold a prompt cache", PANEL_W, PANEL_H)]
-    styles = {"compute": twin.line_style("compute", COLORS["compute"], 1.4, "6 3"),
-              "memory": twin.line_style("memory", COLORS["memory"], 1.8, "2 2"),
-              "cost": twin.line_style("cost per token (the larger)", COLORS["cost"], 2.4),
+    styles = {"compute": twin.line_style("decode compute", COLORS["compute"], 1.2, "6 3"),
+              "memory": twin.line_style("decode memory", COLORS["memory"], 1.6, "2 2"),
+              "cost": twin.line_style("decode: cost per output token", COLORS["cost"], 2.4),
+              "prefill": twin.line_style("prefill: cost per input token", COLORS["input"], 2.4, "12 2"),
               "input": twin.line_style("input price step", COLORS["input"], 1.6, "10 2 2 2 2 2"),
               "output": twin.line_style("output price step", COLORS["output"], 1.6, "8 3"),
               "kink": twin.line_style("kink", COLORS["kink"], 1, "4 2 1 2"),

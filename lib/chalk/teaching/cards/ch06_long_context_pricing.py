@@ -6,14 +6,16 @@ cache-tier chart, redrawn at card size.
 """
 from collections.abc import Callable
 
-from ... import pricing, roofline
-from ...catalog import models, prices
+from ... import operator, pricing, roofline
+from ...catalog import models, operators, prices
 from ...catalog.quoted import LECTURE
 
 _GEMINI = "google/gemini-3.1-pro-preview"
-_CARD_C = dict(model="llama-3.1-70b", target="H100-SXM", dtype="fp8", batch=4096)
-"""The card's graph C: the chapter's model and chip."""
+_CARD_C = dict(model="llama-3.1-70b", target="hgx-h100", dtype="fp8", batch=4096)
+"""The card's graph C: the chapter's dense model on an 8-GPU H100 server, the batch cut to what fits."""
 _RACK = "hgx-h100"
+_LONG = 100_000
+"""Models published for at least this many tokens of context: those the stalled-context card is about."""
 
 
 def _ratios() -> list[float]:
@@ -35,14 +37,33 @@ def _sparse(context=131072):
 
 def _mla_share() -> float:
     """The share of DeepSeek-V3's deduced b_kv (H800, FP8) that is its attention FLOPs' term."""
-    d = pricing.implied_kv_bytes_per_token("google/gemini-2.5-pro", "deepseek-v3", "H800", "fp8")
+    d = pricing.implied_kv_bytes_per_token(_GEMINI, "deepseek-v3", "H800", "fp8")
     return d.inputs["f_att"] * d.inputs["W"] / d.inputs["F_att"] / d.value
+
+
+def _long_context_stars() -> list[float]:
+    """L* on an H100 in FP8 of every catalog model published for ``_LONG`` tokens or more."""
+    return [roofline.balance_context_for("H100-SXM", name, "fp8") for name, m in models.catalog_models().items()
+            if (m.max_context or 0) >= _LONG]
+
+
+def _tier_rise() -> float:
+    """Cost per output token at Gemini's step over its cost at 8K, for the chapter's graph C model
+    (the one catalog model published past the step), inside one flat price tier."""
+    from ...figures import long_context
+    step = prices.get(_GEMINI).long_context["above_tokens"]
+    model = next(n for n, m in models.catalog_models().items() if (m.max_context or 0) > step)
+    return pricing.cost_against_context(model, "hgx-h100", [8192, step], 4096, "fp8").relative[-1]
+
+
+def _deepseek():
+    return operators.get(operator.DEEPSEEK)
 
 
 def _graph_c():
     # Imported here so that a deck without figures loads even while the figures module is edited.
     from ...figures import long_context
-    fig = long_context.cost_figure(**_CARD_C, price="google/gemini-2.5-pro", width=5.6, height=3.6)
+    fig = long_context.cost_figure(**_CARD_C, price=_GEMINI, width=5.6, height=3.8)
     return fig
 
 
@@ -76,7 +97,14 @@ VALUES: dict[str, Callable[[], str]] = {
     "lc_hbm_switch_ms": lambda: f"{1e3 * _switches()[0].hold_seconds:.0f}",
     "lc_flash_drain_h": lambda: f"{pricing.tiers.catalog_tiers()['3fs-storage-node'].drain_time / 3600:.1f}",
     "lc_disk_drain_h": lambda: f"{pricing.tiers.catalog_tiers()['hdd-exos-x24'].drain_time / 3600:.0f}",
-    "lc_card_kink": lambda: f"{roofline.balance_context_for(_CARD_C['target'], _CARD_C['model'], _CARD_C['dtype']):,.0f}",
+    "lc_card_kink": lambda: f"{roofline.balance_context_for('H100-SXM', _CARD_C['model'], _CARD_C['dtype']):,.0f}",
+    "lc_star_low": lambda: f"{min(_long_context_stars()):,.0f}",
+    "lc_star_high": lambda: f"{max(_long_context_stars()):,.0f}",
+    "lc_tier_rise": lambda: f"{_tier_rise():,.0f}",
+    "lc_ds_price_ratio": lambda: f"{_deepseek().priced_at.output_to_input:.1f}",
+    "lc_ds_chip_all": lambda: f"{pricing.operator_chip_time_ratio(operator.DEEPSEEK):.1f}",
+    "lc_ds_chip_miss": lambda: f"{pricing.operator_chip_time_ratio(operator.DEEPSEEK, cache_misses_only=True):.1f}",
+    "lc_ds_margin": lambda: f"{_deepseek().cost_profit_margin_percent:.0f}",
 }
 """Numbers the cards quote, each computed from chalk and formatted as the card shows it."""
 

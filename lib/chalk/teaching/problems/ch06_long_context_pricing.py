@@ -8,29 +8,33 @@ chips, prices, hold times and contexts), so no answer is printed there.
 import numpy as np
 
 from ... import pricing, roofline
-from ...catalog import models, prices, tiers
+from ...catalog import models, prices, systems, tiers
 from ..exercises import Exercise, Mistake
 
 STEP = dict(crossover=128_000, active=40e9, intensity=300, bytes_per_weight=0.5)
 """``kv_from_step_fp4``: a made-up provider's step, read in the lecture's convention with FP4 weights."""
-IMPLIED = dict(price="google/gemini-2.5-pro", model="qwen3-235b-a22b", target="gb200-nvl72", dtype="fp8")
-"""``kv_implied_qwen``: a published price step read for Qwen3-235B served in FP8 on GB200s."""
+IMPLIED = dict(price="google/gemini-2.5-pro", model="qwen3-235b-a22b", target="hgx-h200", dtype="fp8")
+"""``kv_implied_qwen``: a published price step read for Qwen3-235B served in FP8 on H200s."""
 LONG_PRICE = "anthropic/claude-sonnet-4.5"
 """``decode_mfu_long``: the prices above this entry's long-context step."""
-KV_MODEL = dict(model="qwen3-235b-a22b", bytes_per_element=1)
-"""``kv_fp8_qwen``: a KV cache stored in FP8."""
-CROSS = dict(model="llama-3.1-405b", target="gb200-nvl72", dtype="bf16")
-"""``attention_crossover_405b``: attention against weight FLOPs, everything in BF16."""
+KV_SEQ = dict(model="gemma-2-9b", context=32_768, bytes_per_element=1)
+"""``kv_sequence_gemma``: one sequence's cache in FP8, sliding-window layers holding only their window."""
+CROSS = dict(model="llama-3.1-8b", target="H200", dtype="bf16")
+"""``attention_crossover_8b``: attention against weight FLOPs, everything in BF16."""
 PASS = dict(model="qwen3-235b-a22b", target="hgx-h100", dtype="fp8", prompt=16_384)
 """``prefill_speedup_qwen``: one sequence, decode (n = 1) against a prefill pass of ``prompt`` tokens."""
-HOLD = dict(model="deepseek-v3", target="hgx-h200", usd_per_chip_hour=3.5, hold=3600.0)
-"""``hold_cost_hbm``: a BF16 cache of a million tokens held an hour in HBM."""
+HOLD = dict(model="qwen3-235b-a22b", target="hgx-h200", usd_per_chip_hour=3.5, hold=6 * 3600.0, bytes_per_element=1)
+"""``hold_cost_hbm``: an FP8 cache of a million tokens held six hours in HBM."""
 RACK = "gb200-nvl72"
 """``break_even_rack_flash``: host LPDDR5X against 3FS flash beside a GB200 NVL72."""
 REMAT = dict(model="qwen3-235b-a22b", target="gb200-nvl72", prompt=32_768, dtype="fp8", usd_per_chip_hour=4.0)
 """``remat_after_hours``: when recomputing a prompt beats every tier."""
-PLOT = dict(model="qwen3-235b-a22b", target="B200", dtype="fp8", batch=1e6)
-"""The chart of ``kink_read``, drawn in the problem set by ``chalk.figures.long_context.cost_figure``."""
+PLOT = dict(model="llama-3.1-405b", target="gb200-nvl72", dtype="fp8", batch=1024)
+"""The chart of ``kink_read``, drawn in the problem set by ``chalk.figures.long_context.cost_figure``:
+up to 1,024 sequences per step, which all fit at the kink."""
+KINK_GRID = np.geomspace(100, 1e6, 4001)
+"""Contexts the kink is found on: fine enough that the interpolated crossing is exact to well
+below the reading's tolerance."""
 SPARSE = dict(model="kimi-k2", context=262_144)
 """``sparse_read_ratio``: dense over sparse KV reads per token."""
 
@@ -58,11 +62,16 @@ def _crossing(**override) -> float:
     return pricing.attention_crossover_context(c["model"], c["target"], c["dtype"])
 
 
+def _heads_per_kv_head() -> float:
+    m = models.get(CROSS["model"])
+    return m.n_heads / m.n_kv_heads
+
+
 def _passes():
     return pricing.pass_times(PASS["model"], PASS["target"], [1, PASS["prompt"]], dtype=PASS["dtype"])
 
 
-def _hold_cost(usd=HOLD["usd_per_chip_hour"], hold=HOLD["hold"], bytes_per_element=2) -> float:
+def _hold_cost(usd=HOLD["usd_per_chip_hour"], hold=HOLD["hold"], bytes_per_element=HOLD["bytes_per_element"]) -> float:
     """Dollars to hold a million tokens' cache for ``hold`` seconds in HBM and read it back once."""
     hbm = tiers.hbm_tier(HOLD["target"], usd).name
     b = models.get(HOLD["model"]).kv_bytes_per_token(bytes_per_element)
@@ -91,13 +100,23 @@ def _remat_hours(usd=REMAT["usd_per_chip_hour"], drain=True) -> float:
 
 
 def _kink() -> float:
-    return roofline.balance_context_for(PLOT["target"], PLOT["model"], PLOT["dtype"])
+    return pricing.cost_against_context(PLOT["model"], PLOT["target"], KINK_GRID, PLOT["batch"], PLOT["dtype"]).kink
 
 
-def _lecture_kink() -> float:
-    rep = roofline.replica(PLOT["target"], PLOT["model"], PLOT["dtype"])
-    n_act, _, _, kv, flops, bw, *_ = rep.params()
-    return n_act / (flops / bw * kv)
+def _balance_context() -> float:
+    hw = systems.get(PLOT["target"])
+    return roofline.replica(hw.chip, PLOT["model"], PLOT["dtype"], hw.count).balance_context()
+
+
+def _kv_sequence(windows=True, globals_only=False) -> float:
+    """GB of one sequence's cache: sliding-window layers holding their window, or (without
+    ``windows``) every layer holding the whole context, or (``globals_only``) the global layers alone."""
+    m, context, e = models.get(KV_SEQ["model"]), KV_SEQ["context"], KV_SEQ["bytes_per_element"]
+    if globals_only:
+        return m.kv_bytes_per_token(e) * context / 1e9
+    if windows:
+        return m.kv_bytes(context, e) / 1e9
+    return 2 * m.n_layers * m.n_kv_heads * m.d_head * e * context / 1e9
 
 
 def _sparse_ratio(indexer=True) -> float:
@@ -144,17 +163,21 @@ EXERCISES = (
                     value=lambda: _long_prices()[1] / _long_prices()[0]),
         )),
     Exercise(
-        id="kv_fp8_qwen",
-        expected=lambda: models.get(KV_MODEL["model"]).kv_bytes_per_token(KV_MODEL["bytes_per_element"]),
-        unit="bytes per token", rel_tol=0.005,
-        hint="2 (K and V) x layers x KV heads x head width x bytes per element.",
+        id="kv_sequence_gemma",
+        expected=lambda: _kv_sequence(),
+        unit="GB", rel_tol=0.005,
+        hint="global layers hold every token, sliding-window layers at most their window; each holds "
+             "2 (K and V) x KV heads x head width x bytes per element per token.",
         mistakes=(
+            Mistake("the sliding-window layers keep only their last 4,096 tokens, not the whole context.",
+                    value=lambda: _kv_sequence(windows=False)),
+            Mistake("the sliding-window layers keep a cache too: their window's tokens.",
+                    value=lambda: _kv_sequence(globals_only=True)),
             Mistake("the cache is FP8: one byte per element.", factor=2.0),
             Mistake("each layer keeps a key and a value: the factor 2.", factor=0.5),
-            Mistake("only the KV heads are cached, not the query heads.", factor=16.0),
         )),
     Exercise(
-        id="attention_crossover_405b",
+        id="attention_crossover_8b",
         expected=lambda: _crossing(),
         unit="tokens", rel_tol=0.01,
         hint="2 N_act / F = f_att L / F_att; with everything in BF16 the rates cancel: L = 2 N_act / f_att.",
@@ -162,7 +185,7 @@ EXERCISES = (
             Mistake("that uses FP8 matmuls, twice the BF16 rate; the scenario runs everything in BF16.",
                     value=lambda: _crossing(dtype="fp8")),
             Mistake("attention scores every query head against the cache: f_att counts query heads, not KV heads.",
-                    factor=1 / 16),
+                    value=lambda: _crossing() * _heads_per_kv_head()),
             Mistake("that is the prompt length at which prefill crosses (its tokens see L/2 on average); "
                     "the question is about one decode token.", factor=2.0),
         )),
@@ -186,8 +209,8 @@ EXERCISES = (
         mistakes=(
             Mistake("the rental in the scenario is not the lecture's 2 USD per hour.",
                     value=lambda: _hold_cost(usd=2.0)),
-            Mistake("the cache is BF16: 2 bytes per element.", value=lambda: _hold_cost(bytes_per_element=1)),
-            Mistake("the hold is an hour, 3,600 s.", value=lambda: _hold_cost(hold=300.0)),
+            Mistake("the cache is FP8: 1 byte per element.", value=lambda: _hold_cost(bytes_per_element=2)),
+            Mistake("the hold is six hours, 21,600 s.", value=lambda: _hold_cost(hold=3600.0)),
         )),
     Exercise(
         id="break_even_rack_flash",
@@ -216,10 +239,11 @@ EXERCISES = (
         id="kink_read",
         expected=_kink,
         unit="tokens", rel_tol=0.10,
-        hint="read the context where the bold cost line leaves its flat level, on the log axis.",
+        hint="read the context where the bold black line (decode's cost per output token) leaves its flat "
+             "level, on the log axis.",
         mistakes=(
-            Mistake("that is the lecture's N_act / (r b_kv): the chart's kink also counts 2 FLOPs per parameter "
-                    "and attention's own FLOPs.", value=_lecture_kink),
+            Mistake("that is L*, the kink of an unbounded batch; at 1,024 sequences the weights' share of the "
+                    "memory time brings the kink in.", value=_balance_context),
         )),
     Exercise(
         id="sparse_read_ratio",
