@@ -614,7 +614,7 @@ def twin_data() -> dict:
                                     "6 3"),
               "total": twin.line_style("weights + cache", COLORS["total"], 2.6),
               "total_lecture": twin.line_style("weights + cache, m busy with the lecture's hops", COLORS["lecture"],
-                                               1.8, "2 3"),
+                                               1.8, "4 2 1 2"),
               "hbm": twin.line_style("usable HBM per chip", COLORS["hbm"], 1.4, "2 3"),
               "reads": twin.line_style("reads only", COLORS["weights"], 1.6, "6 3"),
               "measured": twin.line_style(f"with hops of {1e6 * TWIN_LINK:.0f} µs + payload", COLORS["total"], 2.2),
