@@ -287,7 +287,7 @@ def test_feedback_shows_value_unit_tolerance_and_hint_never_the_key(main_batch):
     text = feedback_of(main_batch, f"dan/{CHAPTER}.ipynb")
     assert f"0 of {TOTAL:g} points" in text
     for ex_id, ex in EXERCISES.items():
-        line = next(ln for ln in text.splitlines() if f"`{ex_id}` ({TITLES[ex_id]})" in ln)
+        line = next(ln for ln in text.splitlines() if f"`{ex_id}` ({markdown_literal(TITLES[ex_id])})" in ln)
         assert line.startswith("| wrong |") and markdown_literal(ex.mistakes[0].hint).replace("|", "/") in line, line
         assert markdown_literal(f"({ex.unit}) is not {ex.tolerance_text()} of the answer").replace("|", "/") in line, line
     found = [a for a in leaks.answers([CHAPTER]) if a.searchable]

