@@ -81,11 +81,50 @@ def test_regimes_and_money():
     assert big.mfu == 1.0 and small.mfu < 0.01
 
 
-def test_fast_mode_inversion_matches_lecture_exercise():
-    # Lecture notes §11: 6x price for 2.5x speed -> normal at 2.5 B*, fast at B*/6, 15x fewer.
+# DeepSeek-V3 in FP8 on a GB200 NVL72, by hand. Chips: 72 x (5,000 TFLOP/s FP8, 2,500 BF16, 8 TB/s,
+# 186 GB), NVIDIA's GB200 NVL72 page divided by 72. Model: 671.03e9 parameters, 37.55e9 active
+# (chalk's counts from the published config; the report rounds them to 671 B and 37 B), one byte
+# each in FP8; its cache 61 layers x (512 + 64) x 2 B = 70,272 B per token and its absorbed
+# attention 61 x 2 x 128 x (2 x 512 + 64) = 16.99e6 FLOP per cached token.
+V3_RACK = dict(chip="GB200", model="deepseek-v3", dtype="fp8", chips=72, headroom=0.1)
+
+
+def test_fast_mode_placement_reproduces_the_price_list_below_l_star():
+    # Lecture notes 11: 6x the price for 2.5x the speed. At zero context B* = r b_w s / 2 =
+    # (5,000 / 8) x 1/2 x 671.03 / 37.55 = 5,584.6; the placement puts normal service at 2.5 B* =
+    # 13,961 and fast mode at B*/6 = 930.8. Fast mode still touches every expert (930 >> 256/8), so
+    # its step is the full weight read, 671.03e9 B / 576e12 B/s = 1.1650 ms; normal service is
+    # compute-bound, 2 x 13,961 x 37.55e9 / 360e15 = 2.912 ms.
     normal, fast = roofline.fast_mode(2.5, 6)
-    assert normal == 2.5 and fast == pytest.approx(1 / 6)
-    assert normal / fast == pytest.approx(15)
+    b_star = 625 * 0.5 * 671.03 / 37.55
+    assert roofline.balance_batch("GB200", "deepseek-v3", "fp8") == pytest.approx(b_star, rel=1e-3)
+    p0 = roofline.decode_point(batch=normal * b_star, context=0, **V3_RACK)
+    pf = roofline.decode_point(batch=fast * b_star, context=0, **V3_RACK)
+    assert pf.t_step == pytest.approx(671.03e9 / 576e12, rel=1e-3)
+    assert p0.t_step == pytest.approx(2 * 2.5 * b_star * 37.55e9 / 360e15, rel=1e-3)
+    # The roofline's two steps give back the quoted ratios only because they sit on either side
+    # of B*: a different model of the step (say, weights read per token) would not.
+    assert p0.t_step / pf.t_step == pytest.approx(2.5, rel=1e-3)
+    assert pf.usd_per_million_tokens / p0.usd_per_million_tokens == pytest.approx(6, rel=1e-3)
+
+
+def test_fast_mode_placement_fails_past_l_star():
+    # At 65,536 tokens (past this rack's L*) the step is KV-bound at every batch. The largest batch
+    # that fits: (0.9 x 72 x 186e9 - 671.03e9) / (65,536 x 70,272) = 11,381.8e9 / 4,605.3e6 = 2,471,
+    # whose step is (671.03e9 + 2,471 x 4,605.3e6) / 576e12 = 20.92 ms (compute: 2,471 x (75.10e9
+    # / 360e15 + 65,536 x 16.99e6 / 180e15) = 15.80 ms). A 2.5x faster step, 8.369 ms, needs
+    # B <= (8.369e-3 x 576e12 - 671.03e9) / 4,605.3e6 = 901.0: the batch shrinks 2,471 / 900 =
+    # 2.75x, so batch size alone justifies 2.75 / 2.5 = 1.10x the price, not 6x.
+    context = 65_536
+    b0 = roofline.max_batch("GB200", "deepseek-v3", context, "fp8", 72)
+    assert b0 == 2_471
+    batches = np.arange(1, b0 + 1, dtype=float)
+    kw = {k: v for k, v in V3_RACK.items() if k != "headroom"}
+    steps = roofline.step_time(batch=batches, context=context, **kw)
+    assert steps[-1] == pytest.approx(20.92e-3, rel=1e-3)
+    bf = batches[np.flatnonzero(steps <= steps[-1] / 2.5).max()]
+    assert bf == 900
+    assert (b0 / bf) / 2.5 == pytest.approx(1.098, rel=1e-3)
 
 
 def test_step_time_vectorised_over_batch():

@@ -11,15 +11,16 @@ throughput and accounts for the gap term by term:
    experts (``params_per_gpu``, the same bytes as ``chalk.moe.placement``);
 3. micro-batches: the step is split in m parts that take turns computing and communicating, and
    each part reads the weights again;
-4. the expert-parallel all-to-all, at the rate DeepSeek's DeepEP kernels were measured at
-   (``chalk.catalog.memory_data``), either hidden behind the other micro-batch or not hidden;
+4. the expert-parallel all-to-all of every micro-batch, with ``chalk.moe``'s measured link model
+   (a fixed cost per call and the share of the links' rate DeepSeek's DeepEP kernels reach),
+   either hidden behind the other micro-batch or not hidden;
 5. load imbalance: the busiest GPU's share of one micro-batch's routed tokens
    (``chalk.moe.simulate_routing``).
 
 The two choices in 4 bracket a schedule of m micro-batches whose kernels run at the roofline:
 everything that can overlap does (a lower bound), or no communication overlaps anything (the
-upper end, with attention and matmul kernels one after the other). Both take the all-to-all at the
-measured rate scaled linearly in tokens, which leaves out any fixed latency per call.
+upper end, with attention and matmul kernels one after the other). Both take the all-to-all from
+the same measured link model; imbalance lengthens its transfer, not its calls' fixed cost.
 
 The batch is not published: Little's law gives it as the output rate over one user's speed.
 The measured step is the time between one user's tokens, which holds only if each step emits one
@@ -33,18 +34,15 @@ import math
 from dataclasses import dataclass, replace
 from functools import cache
 
-import numpy as np
 import sympy as sp
 
 from . import moe, roofline
-from .catalog import hardware, memory_data, operators
+from .catalog import hardware, operators
 from .errors import ChalkError, non_negative, positive, positive_int
 from .notation import B, E, F, F_att, L, N_act, N_rout, N_tot, W, b_kv, b_w, f_att, m, n_exp, n_red
 
 DEEPSEEK = "deepseek-v3-r1@2025-02-28"
 """DeepSeek's 'Inference System Overview' statistics (2025-03-01)."""
-DEEPEP = "deepep-low-latency"
-"""DeepEP's measured low-latency dispatch and combine on H800s (``memory.toml``)."""
 
 SECONDS_PER_DAY = 24 * 3600
 ROUTING_TRIALS = 8
@@ -114,12 +112,12 @@ class Comparison:
     weight_bytes_per_gpu: float
     """what each GPU reads per micro-batch with attention data parallel: its copies and its experts"""
     alltoall: float
-    """seconds of dispatch + combine per step, all MoE layers, mean GPU, not overlapped, at the
-    measured rate (DeepEP) scaled linearly in tokens"""
+    """seconds of dispatch + combine per step, every micro-batch and MoE layer, mean GPU, not
+    overlapped, with the measured link model (``chalk.moe.MEASURED``)"""
     alltoall_line_rate: float
-    """the same traffic at the NICs' and NVLink's line rates (``chalk.moe.layer_times``)"""
-    alltoall_ep: int
-    """the expert-parallel degree of the DeepEP measurement used"""
+    """the same traffic at the NICs' and NVLink's nominal rates, no fixed cost (``chalk.moe.NOMINAL``)"""
+    alltoall_fixed: float
+    """the part of ``alltoall`` that is the calls' fixed cost, whatever their tokens"""
     imbalance: float
     """busiest GPU's routed load over the mean GPU's, in one micro-batch"""
     balance_batch_per_gpu: float
@@ -208,23 +206,6 @@ def _imbalance(model: str, gpus: int, tokens: int, redundant: int) -> float:
     return moe.simulate_routing(model, gpus, tokens, redundant=redundant, trials=ROUTING_TRIALS).imbalance
 
 
-def _measured_alltoall(model, gpus: int, tokens_per_gpu: float) -> tuple[float, int]:
-    """(seconds, EP) of one step's dispatch + combine over all MoE layers, ``tokens_per_gpu`` tokens
-    per GPU, at DeepEP's measured low-latency times for the expert-parallel degree nearest ``gpus``.
-
-    DeepEP timed calls of its benchmark's token count per GPU; the time per token is scaled
-    linearly. A call's fixed latency does not shrink with its tokens, so for fewer tokens per call
-    than the benchmark's this is a lower bound. The benchmark routes uniformly at random, so its
-    times contain that routing's own imbalance."""
-    ep = memory_data.latency(DEEPEP)
-    if (ep["hidden"], ep["experts_per_token"]) != (model.d_model, model.moe["experts_per_token"]):
-        raise ChalkError(f"model: DeepEP's timings are for d_model {ep['hidden']} and top-{ep['experts_per_token']} "
-                         f"routing, not {model.display}'s {model.d_model} and top-{model.moe['experts_per_token']}")
-    i = int(np.argmin([abs(math.log(x / gpus)) for x in ep["ep"]]))
-    per_token = (ep["dispatch_us"][i] + ep["combine_us"][i]) * 1e-6 / ep["tokens"]
-    return model.n_moe_layers * tokens_per_gpu * per_token, int(ep["ep"][i])
-
-
 def compare(name: str = DEEPSEEK, overlap: bool = True, user_tokens_per_second=None) -> Comparison:
     """Roofline against the operator ``name``'s published decode throughput, term by term.
 
@@ -257,14 +238,17 @@ def compare(name: str = DEEPSEEK, overlap: bool = True, user_tokens_per_second=N
                          f"{chip.name}, more than the {place.usable / 1e9:,.0f} GB usable")
     t_w = place.weight_bytes / chip.hbm_bandwidth
 
-    # Line rate, for comparison: dispatch travels in FP8 and combine in BF16; the all-to-all formula
-    # charges each routed choice 2 b_act, so their mean is the b_act that gives the sum.
+    # Each micro-batch runs its own dispatch and combine in every MoE layer. Dispatch travels in FP8
+    # and combine in BF16; the all-to-all formula charges each routed choice 2 b_act, so their mean
+    # is the b_act that gives the sum.
     b_act = (hardware.bytes_per_weight(op.dispatch_dtype) + hardware.bytes_per_weight(op.combine_dtype)) / 2
-    layer = moe.layer_times(model, op.system, batch, op.dtype, domains=op.decode_nodes,
-                            bytes_per_element=b_act, redundant=op.decode_redundant_experts)
-    t_comm, ep = _measured_alltoall(model, gpus, batch_per_gpu)
+    calls = m_ * model.n_moe_layers
+    layer = {links: moe.layer_times(model, op.system, batch / m_, op.dtype, domains=op.decode_nodes,
+                                    bytes_per_element=b_act, redundant=op.decode_redundant_experts, links=links)
+             for links in ("nominal", "measured")}
+    t_comm, t_fixed = calls * layer["measured"].communication, calls * layer["measured"].fixed
     k, shared = model.moe["experts_per_token"], model.moe.get("n_shared_experts", 0)
-    t_routed = model.n_moe_layers * layer.compute * k / (k + shared)
+    t_routed = calls * layer["nominal"].compute * k / (k + shared)
     imbalance = _imbalance(model.name, gpus, round(batch / m_), op.decode_redundant_experts)
 
     if overlap:
@@ -288,7 +272,7 @@ def compare(name: str = DEEPSEEK, overlap: bool = True, user_tokens_per_second=N
          f"{place.experts_per_chip} routed experts, not 1/{gpus} of all weights"),
         (f"{m_} micro-batches", step(m_), "each micro-batch reads the weights again"),
         (comm_name, step(m_, t_comm), comm_why),
-        ("load imbalance", step(m_, imbalance * t_comm, t_matmul + extra_matmul),
+        ("load imbalance", step(m_, t_fixed + imbalance * (t_comm - t_fixed), t_matmul + extra_matmul),
          "the GPU that receives the most routed tokens of a micro-batch sets the end of its all-to-all "
          "and expert matmuls (uniform routing over the redundant copies)"),
     ]
@@ -299,8 +283,8 @@ def compare(name: str = DEEPSEEK, overlap: bool = True, user_tokens_per_second=N
     balance = [layout_balance_batch(chip, model, gpus, context, op.dtype, op.decode_redundant_experts, reads,
                                     attention_dtype=op.attention_dtype) for reads in (m_, 1)]
     return Comparison(op, overlap, speed, batch_per_gpu, context, point, place.weight_bytes, t_comm,
-                      model.n_moe_layers * layer.communication, ep, imbalance, *balance, place.max_batch / gpus,
-                      tuple(terms))
+                      calls * layer["nominal"].communication, t_fixed, imbalance, *balance,
+                      place.max_batch / gpus, tuple(terms))
 
 
 def bounds(name: str = DEEPSEEK, user_tokens_per_second=None) -> tuple[Comparison, Comparison]:

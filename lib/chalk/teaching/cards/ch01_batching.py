@@ -5,12 +5,14 @@ other models, chips and contexts (``tests/test_student_edition.py`` searches the
 answer); the figures are drawn from the roofline formulas, as the chapter's are.
 """
 from collections.abc import Callable
+from functools import cache
 
 import numpy as np
 
-from ... import moe, roofline
+from ... import moe, operator, roofline
 from ...catalog import hardware, models, prices
 from ...catalog.quoted import LECTURE, USD_PER_CHIP_HOUR
+from ...figures.canvas import describe
 from ...notation import F, N_act, W, b_kv, b_w, f_att, r
 from ..problems import ch01_batching as ch01
 
@@ -59,6 +61,42 @@ def _nvl72_ms(batch: int, name: str = "t_step") -> float:
     return 1e3 * float(roofline.numeric[name](batch, 0, *p))
 
 
+def _nvl72_busiest_read_ms() -> float:
+    """A lone token's weight read on the NVL72 with expert parallelism, in ms: the chip holding one
+    of its experts reads that whole expert in every MoE layer, besides its even share of everything
+    else. The roofline's floor assumes the token's experts spread perfectly over all the chips."""
+    m, chip = models.get(V3), hardware.get(NVL72["chip"])
+    shared = (m.total_params - m.routed_expert_params) / NVL72["chips"]
+    return 1e3 * (m.n_moe_layers * moe.expert_params(m) + shared) * hardware.bytes_per_weight(NVL72["dtype"]) / chip.hbm_bandwidth
+
+
+def _nvl72_alltoall_calls_ms() -> float:
+    """The fixed cost of a step's dispatch and combine calls on the NVL72, every MoE layer, in ms:
+    what a lone token's step waits for whatever its bytes (``chalk.moe``'s measured link model)."""
+    m = models.get(V3)
+    return 1e3 * m.n_moe_layers * moe.layer_times(m, "gb200-nvl72", 1, NVL72["dtype"], links="measured").fixed
+
+
+@cache
+def _deepseek():
+    """Chapter 1's roofline beside DeepSeek's published serving (``chalk.operator``)."""
+    return operator.compare()
+
+
+def _deepseek_input_per_output() -> float:
+    """Input tokens per output token over DeepSeek's published day: the mix a count of all tokens
+    processed (Google's) holds."""
+    out = operator.fleet_output_tokens_per_second()
+    return (operator.fleet_tokens_per_second() - out) / out
+
+
+def _deepseek_bstar_per_gpu() -> float:
+    """DeepSeek-V3's B* on H800s at DeepSeek's context, divided over its expert-parallel GPUs."""
+    c = _deepseek()
+    op = c.operator
+    return roofline.balance_batch(op.chip, op.model, op.dtype, op.kv_tokens_per_output_token) / c.gpus
+
+
 def _slow_discount(price: str, tier: str) -> float:
     return 1 - prices.get(price).slow_discounts[tier]
 
@@ -69,7 +107,8 @@ def _pct(x: float) -> str:
 
 def _sig2(x: float) -> str:
     """Two significant digits, grouped: all an L* that subtracts two close numbers can claim."""
-    return f"{float(f'{x:.2g}'):,.0f}"
+    from ..corrections import sig  # imported here: the corrections import the decks, which import this module
+    return sig(x, 2)
 
 
 VALUES: dict[str, Callable[[], str]] = {
@@ -85,6 +124,11 @@ VALUES: dict[str, Callable[[], str]] = {
     "balance_v3_lecture_s": lambda: f"{_r('H100-SXM') * LECTURE_S:,.0f}",
     "balance_v3_nvl72": lambda: f"{roofline.balance_batch(NVL72['chip'], V3, NVL72['dtype']):,.0f}",
     "balance_v3_nvl72_per_gpu": lambda: f"{roofline.balance_batch(NVL72['chip'], V3, NVL72['dtype']) / NVL72['chips']:.0f}",
+    "ds_ep_gpus": lambda: f"{_deepseek().gpus}",
+    "ds_bstar_per_gpu": lambda: f"{_deepseek_bstar_per_gpu():.0f}",
+    "ds_layout_balance_one_read": lambda: _sig2(_deepseek().balance_batch_per_gpu_one_read),
+    "ds_layout_balance_per_micro_batch": lambda: _sig2(_deepseek().balance_batch_per_gpu),
+    "ds_micro_batches": lambda: f"{_deepseek().operator.decode_micro_batches}",
     "lstar_v3_h100": lambda: _sig2(roofline.balance_context_for("H100-SXM", V3, "bf16")),
     "lstar_v3_h100_matmuls_only": lambda: _sig2(_lstar_matmuls_only("H100-SXM", V3)),
     "lstar_llama70_h100": lambda: _sig2(roofline.balance_context_for("H100-SXM", LLAMA_70B, "bf16")),
@@ -99,6 +143,9 @@ VALUES: dict[str, Callable[[], str]] = {
     "drain_gb200_ms": lambda: f"{hardware.get('GB200').drain_time * 1e3:.0f}",
     "floor_v3_nvl72_ms": lambda: f"{_nvl72_ms(1):.3f}",
     "every_weight_v3_nvl72_ms": lambda: f"{_nvl72_ms(1, 't_weights_all'):.2f}",
+    "busiest_read_v3_nvl72_ms": lambda: f"{_nvl72_busiest_read_ms():.2f}",
+    "alltoall_calls_v3_nvl72_ms": lambda: f"{_nvl72_alltoall_calls_ms():.1f}",
+    "v3_moe_layers": lambda: f"{models.get(V3).n_moe_layers}",
     "mfu_v3_nvl72_b1": lambda: f"{_nvl72_ms(1, 't_compute') / _nvl72_ms(1):.1%}",
     "fast_shrink": lambda: f"{(lambda normal, fast: normal / fast)(*roofline.fast_mode(ch01.FAST_SPEED, ch01.FAST_PRICE)):.0f}",
     "fast_price": lambda: f"{ch01.FAST_PRICE:g}",
@@ -112,6 +159,12 @@ VALUES: dict[str, Callable[[], str]] = {
     "lecture_v3_active": lambda: f"{LECTURE['deepseek_active_experts']:.0f}",
     "lecture_v3_experts": lambda: f"{LECTURE['deepseek_experts']:.0f}",
     "lecture_s": lambda: f"{LECTURE_S:g}",
+    "lecture_replica_sequences": lambda: f"{LECTURE['replica_sequences']:,.0f}",
+    "lecture_replica_steps": lambda: f"{LECTURE['replica_steps_per_second']:.0f}",
+    "lecture_replica_tps": lambda: f"{LECTURE['replica_tokens_per_second']:,.0f}",
+    "lecture_gemini_replicas": lambda: f"{LECTURE['gemini_over_replica']:,.0f}",
+    "ds_input_per_output": lambda: f"{_deepseek_input_per_output():.1f}",
+    "gemini_like_for_like": lambda: f"{LECTURE['gemini_over_replica'] / (1 + _deepseek_input_per_output()):.0f}",
 }
 """Numbers the cards quote, each computed from chalk and formatted as the card shows it."""
 
@@ -122,15 +175,33 @@ _FIG_SYSTEM = dict(**NVL72, model=V3, context=4096, usd_per_chip_hour=USD_PER_CH
 """What the card figures draw: DeepSeek-V3 in FP8 (attention in BF16) on a GB200 NVL72 rack, 4k context."""
 
 
+def _fig_times(batch) -> dict[str, np.ndarray]:
+    """The per-step times (ms) of compute, weight reads and KV reads on the figures' rack."""
+    s = _FIG_SYSTEM
+    params = roofline.replica_params(s["chip"], s["model"], s["dtype"], s["chips"], context=s["context"])
+    batch = np.asarray(batch, dtype=float)
+    return {n: 1e3 * np.broadcast_to(roofline.numeric[n](batch, s["context"], *params), batch.shape)
+            for n in ("t_compute", "t_weights", "t_kv")}
+
+
 def _fig_curves():
     """Batch, B*, and the per-step times (ms) of compute, weight reads and KV reads on the rack."""
     s = _FIG_SYSTEM
-    params = roofline.replica_params(s["chip"], s["model"], s["dtype"], s["chips"], context=s["context"])
     b_star = roofline.balance_batch(s["chip"], s["model"], s["dtype"], s["context"])
     batch = np.geomspace(1, 3 * b_star, 600)
-    times = {n: 1e3 * np.broadcast_to(roofline.numeric[n](batch, s["context"], *params), batch.shape)
-             for n in ("t_compute", "t_weights", "t_kv")}
-    return batch, b_star, times
+    return batch, b_star, _fig_times(batch)
+
+
+def _fig_said(b_star: float) -> tuple[str, dict[str, np.ndarray], np.ndarray]:
+    """What both figures draw, in words, and the step times (ms) at the batches the words name:
+    1, a batch of 100 (nearly every expert read), B* and the right edge of the plot."""
+    s = _FIG_SYSTEM
+    marks = np.array([1.0, 100.0, b_star, 3 * b_star])
+    t = _fig_times(marks)
+    step = np.maximum(t["t_compute"], t["t_weights"] + t["t_kv"])
+    what = (f"{models.get(s['model']).display} in {s['dtype'].upper()} on {s['chips']} {s['chip']}s at "
+            f"{s['context']:,} tokens of context, log-log")
+    return what, t, step
 
 
 def _new_axes(b_star: float):
@@ -157,7 +228,13 @@ def _graph_a():
     ax.loglog(batch, np.maximum(t["t_compute"], memory), color="black", lw=2, label="step time")
     ax.set(xlabel="batch B (sequences)", ylabel="step time (ms)")
     ax.legend(fontsize=6, loc="lower right")
-    return fig
+    what, at, step = _fig_said(b_star)
+    return describe(fig, f"{what}. The step lasts {_sig2(step[0])} ms at B = 1, where the token reads only "
+                    f"its own experts, and {_sig2(step[1])} ms at B = 100, where the weight read has risen from "
+                    f"{_sig2(at['t_weights'][0])} ms to {_sig2(at['t_weights'][1])} ms as the batch touches nearly "
+                    f"every expert. It stays on the memory line up to the balance batch B* = {_sig2(b_star)} "
+                    f"({_sig2(step[2])} ms), where compute takes over, then rises in proportion to the batch, to "
+                    f"{_sig2(step[3])} ms at {_sig2(3 * b_star)} sequences.")
 
 
 def _graph_b():
@@ -174,7 +251,13 @@ def _graph_b():
     ax.loglog(batch, step, color="black", lw=2, label="cost per token")
     ax.set(xlabel="batch B (sequences)", ylabel="$ per million tokens")
     ax.legend(fontsize=6.5, loc="lower left")
-    return fig
+    what, _, step_ms = _fig_said(b_star)
+    cost = usd_per_mtok_per_ms * step_ms / np.array([1.0, 100.0, b_star, 3 * b_star])
+    return describe(fig, f"{what}, at ${s['usd_per_chip_hour']:g} per GPU-hour. A token costs "
+                    f"${_sig2(cost[0])} per million at B = 1 and ${_sig2(cost[1])} at B = 100, falling as the "
+                    f"shared weight read is split over more sequences, to ${_sig2(cost[2])} at the balance batch "
+                    f"B* = {_sig2(b_star)}, {_sig2(cost[0] / cost[2])} times less than alone; past B* it stays "
+                    f"flat (${_sig2(cost[3])} at {_sig2(3 * b_star)}), each token paying its own compute.")
 
 
 FIGURES: dict[str, Callable] = {"graph_a": _graph_a, "graph_b": _graph_b}
