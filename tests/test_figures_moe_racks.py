@@ -101,7 +101,11 @@ def test_twin_views_are_chalks():
         model, system, dtype, context = key.split("|")
         view = data["views"][key]
         chips = mr.expert_chips(model, system, "even")
-        for i, batch in enumerate(stops):
+        for i, batch in enumerate(mr.TWIN_BATCHES):
+            # the slider shows each batch to three figures; the views hold the batch itself, whose
+            # sequences are dealt out whole (16,384 over 64 chips puts 256 on each; the 16,400 shown
+            # would put 257 on the busiest)
+            assert stops[i] == pytest.approx(batch, rel=5e-3)
             p = moe.placement(model, system, batch, float(context), dtype, chips=chips)
             assert view["readout"]["pick"][i] == (0 if p.fits else 1 if p.max_batch else 2)
             assert view["readout"]["values"]["kv"][i] == pytest.approx(p.kv_bytes / 1e9, rel=5e-3, abs=1e-3)
@@ -154,3 +158,16 @@ def test_paint_fills_and_hatches_inside_the_box_only():
     assert 0.5 < blue.mean() < 1.0          # striped, not solid
     assert np.all(pixels[:4] == 255) and np.all(pixels[:, 15:] == 255)
 
+
+
+def test_no_two_imbalance_series_differ_by_colour_alone():
+    fig = mr.imbalance_figure(chips=(8, 64), tokens=(128, 1024), trials=2)
+    lines = [ln for ln in fig.axes[0].get_lines() if "approximation" in ln.get_label()]
+    assert len(lines) == 2 and lines[0].get_linestyle() != lines[1].get_linestyle()
+
+
+def test_usable_hbm_label_follows_the_headroom():
+    # the course keeps a tenth of HBM free (chalk.roofline.HEADROOM): the line is labelled 90%
+    assert mr.USABLE_LABEL == f"usable HBM ({round(100 * (1 - 0.1))}%)"
+    alt_legend = [t.get_text() for t in mr.memory_figure().legends[0].get_texts()]
+    assert mr.USABLE_LABEL in alt_legend

@@ -103,13 +103,19 @@ def test_expert_compute_counts_two_flops_per_weight():
     assert t.compute == pytest.approx(flops / (8 * hardware.get("H100-SXM").flops("bf16")))
 
 
-def test_expert_weights_read_only_the_experts_some_token_picked():
+def test_expert_weights_read_the_picked_routed_experts_and_the_shared_one():
     chip = hardware.get("GB200")
-    per_chip_bytes = 4 * 3 * 7168 * 2048 * 1   # 4 experts of 3 x 7,168 x 2,048 FP8 weights
+    expert = 3 * 7168 * 2048 * 1   # one expert: 3 x 7,168 x 2,048 FP8 weights
+    # every routed expert of the chip's 4 is picked at a large step, and its copy of the one shared
+    # expert is read at any step: the matmuls count the shared expert's FLOPs, so its bytes count too
     many = moe.layer_times(DS, "gb200-nvl72", 10**6, dtype="fp8", chips=64)
-    assert many.weights == pytest.approx(per_chip_bytes / chip.hbm_bandwidth)
+    assert many.weights == pytest.approx((4 + 1) * expert / chip.hbm_bandwidth)
+    # one token picks 8 of 256 routed experts: each chip reads 8/256 of its 4 on average
     one = moe.layer_times(DS, "gb200-nvl72", 1, dtype="fp8", chips=64)
-    assert one.weights == pytest.approx(8 / 256 * per_chip_bytes / chip.hbm_bandwidth)
+    assert one.weights == pytest.approx((8 / 256 * 4 + 1) * expert / chip.hbm_bandwidth)
+    # a model without shared experts reads only its routed ones
+    plain = moe.layer_times(toy(16, 2, shared=0), "hgx-h100", 10**6)
+    assert plain.weights == pytest.approx(2 * 3 * 16 * 32 * 2 / hardware.get("H100-SXM").hbm_bandwidth)
 
 
 def test_expert_chips_of_a_domain_set_the_all_to_all():
@@ -206,18 +212,19 @@ def test_node_limited_routing_of_deepseek_v3_training():
 
 def test_whether_the_all_to_all_hides_depends_on_the_batch_below_the_compute_bound_step():
     # DeepSeek-V3 in FP8 on 64 GPUs of a GB200 NVL72, BF16 activations. All-to-all per GPU:
-    # 2 x tokens x 8 x 7,168 x 2 B x 63/64 over 900 GB/s; weight reads 4 experts x 3 x 7,168 x 2,048
-    # B over 8 TB/s = 22.0 µs; matmuls 2 x tokens x 9 x 3 x 7,168 x 2,048 FLOP over 5 PFLOP/s.
+    # 2 x tokens x 8 x 7,168 x 2 B x 63/64 over 900 GB/s; weight reads 4 routed and 1 shared expert
+    # x 3 x 7,168 x 2,048 B over 8 TB/s = 27.5 µs; matmuls 2 x tokens x 9 x 3 x 7,168 x 2,048 FLOP
+    # over 5 PFLOP/s.
     a2a = {t: 2 * t * 8 * 7168 * 2 * 63 / 64 / 900e9 for t in (64, 128)}   # 16.1 and 32.1 µs
-    reads = 4 * 3 * 7168 * 2048 / 8e12
+    reads = (4 + 1) * 3 * 7168 * 2048 / 8e12
     for per_chip, hidden in ((64, True), (128, False)):
         t = moe.layer_times(DS, "gb200-nvl72", 64 * per_chip, "fp8", chips=64)
         assert t.communication == pytest.approx(a2a[per_chip]) and t.weights == pytest.approx(reads, rel=1e-3)
         assert t.hidden is hidden and t.compute < t.communication   # slower than the matmuls both times
-    # The matmuls catch up with the weight reads at g b_w (F/W) / (2 (k + n_sh)) tokens per GPU:
-    # 4 x 1 x 625 / 18 = 138.9; there the reads end and the batch cancels.
+    # The matmuls catch up with the weight reads at (g + n_sh) b_w (F/W) / (2 (k + n_sh)) tokens per
+    # GPU: (4 + 1) x 1 x 625 / 18 = 173.6; there the reads end and the batch cancels.
     step = moe.compute_bound_step(DS, "gb200-nvl72", "fp8", chips=64)
-    assert step / 64 == pytest.approx(4 * 625 / 18)
+    assert step / 64 == pytest.approx(5 * 625 / 18)
     at = moe.layer_times(DS, "gb200-nvl72", step, "fp8", chips=64)
     assert at.compute == pytest.approx(at.weights, rel=1e-6)
 
@@ -251,6 +258,23 @@ def test_placement_bytes_from_the_shapes():
     assert p.fits
 
 
+def test_max_batch_counts_whole_sequences_per_chip():
+    # Data-parallel attention keeps each sequence's cache on one chip, so each of the 64 GPUs holds
+    # floor(its free HBM / one sequence's KV) sequences. By hand, DeepSeek-V3 in FP8 on 64 GPUs of a
+    # GB200 NVL72 (186 GB each, 90% usable): 4 routed experts of 3 x 7,168 x 2,048 in each of 58 MoE
+    # layers plus everything that is not a routed expert, against 32,768 x 61 layers x (512 + 64) x
+    # 2 B of MLA cache per sequence: 60.83 sequences per GPU, so 60 x 64 = 3,840, not the pooled 3,892.
+    m, expert = models.get(DS), 3 * 7168 * 2048
+    free = 186e9 * 0.9 - (4 * 58 * expert + m.total_params - 58 * 256 * expert)
+    per_sequence = 32768 * 61 * (512 + 64) * 2
+    p = moe.placement(DS, "gb200-nvl72", batch=1, context=32768, dtype="fp8", chips=64)
+    assert p.max_batch == 64 * math.floor(free / per_sequence) == 3840
+    assert math.floor(64 * free / per_sequence) == 3892      # what pooling the chips' HBM would claim
+    # the busiest chip holds ceil(batch / chips) whole sequences
+    assert moe.placement(DS, "gb200-nvl72", 65, 32768, "fp8", chips=64).kv_bytes == pytest.approx(2 * per_sequence)
+    assert moe.placement(DS, "gb200-nvl72", 64, 32768, "fp8", chips=64).kv_bytes == pytest.approx(per_sequence)
+
+
 def test_max_batch_is_the_fit_threshold():
     p = moe.placement(DS, "gb200-nvl72", batch=1, context=65536, dtype="fp8", chips=64)
     edge = p.max_batch
@@ -266,6 +290,9 @@ def test_deepseek_does_not_fit_an_hgx_h100():
 def test_placement_at_zero_context_has_no_kv():
     p = moe.placement(DS, "gb200-nvl72", batch=64, context=0, dtype="fp8")
     assert p.kv_bytes == 0 and p.max_batch == math.inf
+    # a whole context given as a float is a context
+    assert moe.placement(DS, "gb200-nvl72", 64, 4096.0, "fp8").kv_bytes == \
+        moe.placement(DS, "gb200-nvl72", 64, 4096, "fp8").kv_bytes
 
 
 # --- routing and load balance --------------------------------------------------------------------------
@@ -441,6 +468,17 @@ BAD = [
     (lambda: moe.deepep_fit(min_ep=3), "min_ep"),
     (lambda: moe.simulate_routing(DS, 64, 10, drift=1.5), "drift"),
     (lambda: moe.compute_bound_step(DS, "gb200-nvl72", chips=100), "chips"),
+    (lambda: moe.alltoall_time(None, "hgx-h100", 10), "model"),
+    (lambda: moe.experts_per_chip(42, 8), "model"),
+    (lambda: moe.alltoall_time(DS, None, 10), "system"),
+    (lambda: moe.layer_times(DS, 8, 10), "system"),
+    (lambda: moe.is_slice(None), "system"),
+    (lambda: moe.alltoall_bytes(DS, "100", 8), "tokens"),
+    (lambda: moe.alltoall_time(DS, "hgx-h100", True), "tokens"),
+    (lambda: moe.expected_experts_touched(DS, "16"), "tokens"),
+    (lambda: moe.placement(DS, "gb200-nvl72", "8", 100), "batch"),
+    (lambda: moe.placement(DS, "gb200-nvl72", 1, 100.5), "context"),
+    (lambda: moe.placement(DS, "gb200-nvl72", 1, "4096"), "context"),
 ]
 
 
@@ -494,6 +532,18 @@ def test_torus_all_to_all_share_matches_routing_every_message(shape):
     chips, dims = math.prod(shape), len(shape)
     share = chips / (torus_max_link_load(shape) * 2 * dims)
     assert float(moe._torus_share(dims, max(shape))) == pytest.approx(share, rel=1e-12)
+
+
+def test_a_slice_of_a_larger_domain_is_left_out_of_the_boundary_ratios():
+    # Google's v5p page: a pod of 8,960 chips on ICI; a 4 x 4 x 4 cube of 64 leaves over ICI through
+    # optical switches, not over its 50 Gb/s of data-centre network. NVL72 and an 8-GPU box are whole.
+    assert moe.is_slice("tpu-v5p-cube") and not moe.is_slice("gb200-nvl72") and not moe.is_slice("hgx-h100")
+    ratios = moe.boundary_ratios()
+    assert "tpu-v5p-cube" not in ratios and len(ratios) == len(systems.catalog_systems()) - 1
+    # H800: 400 GB/s of NVLink both ways against one 400 Gb/s NIC; v5e pod: 400 GB/s of ICI both ways
+    # against 2 x 100 Gb/s per host of 8 chips
+    assert min(ratios.values()) == pytest.approx(200e9 / 50e9)
+    assert max(ratios.values()) == pytest.approx(200e9 / (200e9 / 8 / 8))
 
 
 def test_a_switch_gives_the_whole_link_and_a_torus_a_share():

@@ -107,10 +107,13 @@ experts_touched_expr = n_exp * (1 - (1 - k / n_exp) ** n_step)
 """Distinct routed experts a step of n_step tokens reads, each token picking k of n_exp uniformly:
 each expert is missed by one token with probability 1 - k/n_exp, independently across tokens."""
 
-t_expert_weights = E * experts_per_chip_expr * (experts_touched_expr / n_exp) * n_mat * d_model * d_ff * b_w / W
-"""Seconds for each chip to read the weights of the experts some token picked, W being the E chips'
-HBM together: the expected share experts_touched/n_exp of its experts (all of them once n_step is a
-few times n_exp/k). Redundant copies are counted like experts."""
+t_expert_weights = (E * (experts_per_chip_expr * experts_touched_expr / n_exp + n_sh) * n_mat * d_model * d_ff
+                    * b_w / W)
+"""Seconds for each chip to read the weights of the experts its tokens use, W being the E chips'
+HBM together: the expected share experts_touched/n_exp of its routed experts (all of them once
+n_step is a few times n_exp/k) and its own copy of the n_sh shared experts, which every token
+passes through (the busiest chip holds a token at any batch). Redundant copies are counted like
+experts."""
 
 comm_to_compute = sp.simplify(t_alltoall_up / t_expert_compute)
 """All-to-all time over expert matmul time. The token count cancels, but only against the
@@ -118,10 +121,12 @@ matmuls: the all-to-all hides behind the larger of the matmuls and the weight re
 (``LayerTimes.hidden``), and below ``compute_bound_tokens`` the weight reads are the larger, so
 there the batch decides."""
 
-t_expert_weights_all = E * experts_per_chip_expr * n_mat * d_model * d_ff * b_w / W
-"""Reading every expert copy's weights once: ``t_expert_weights`` once every expert is touched."""
+t_expert_weights_all = E * (experts_per_chip_expr + n_sh) * n_mat * d_model * d_ff * b_w / W
+"""Reading every routed expert copy's weights and the shared experts' once: ``t_expert_weights``
+once every expert is touched."""
 compute_bound_tokens = sp.solve(sp.Eq(t_expert_compute, t_expert_weights_all), n_step)[0]
-"""The step n_step at which the expert matmuls take as long as reading every expert's weights."""
+"""The step n_step at which the expert matmuls (routed and shared) take as long as reading every
+routed and shared expert's weights."""
 
 imbalance_expr = 1 + z_E * sp.sqrt(E * (n_exp - k) / ((n_exp - 1) * n_step * k))
 """Busiest chip's routed load over the mean chip's, normal approximation (derived in
@@ -183,6 +188,8 @@ LINKS = ("scale-up", "scale-out")
 
 # --- inputs -------------------------------------------------------------------------------------
 def _moe_model(model) -> models.Model:
+    if not isinstance(model, (str, models.Model)):
+        raise ChalkError(f"model must be a catalog model name or a chalk Model, got {model!r}")
     model = models.get(model) if isinstance(model, str) else model
     if not model.moe:
         moe_names = [m.name for m in models.catalog_models().values() if m.moe]
@@ -192,7 +199,18 @@ def _moe_model(model) -> models.Model:
 
 
 def _system(system) -> systems.System:
+    if not isinstance(system, (str, systems.System)):
+        raise ChalkError(f"system must be a catalog system name or a chalk System (known: "
+                         f"{', '.join(systems.catalog_systems())}), got {system!r}")
     return systems.get(system) if isinstance(system, str) else system
+
+
+def _whole(name: str, value) -> float:
+    """A whole number >= 0 given as an int or a float (a context of 4096.0 tokens is fine, 4096.5 not)."""
+    non_negative(name, value)
+    if np.ndim(value) or not float(value).is_integer():
+        raise ChalkError(f"{name} must be a whole number >= 0, got {value!r}")
+    return float(value)
 
 
 def _chips(system: systems.System, chips) -> int:
@@ -269,8 +287,8 @@ def routed_expert_params(model) -> float:
 class Placement:
     """Memory of one chip when a model's routed experts are sharded over ``chips`` chips and
     everything else (attention, dense layers, shared experts, embeddings, routers) is copied on
-    every chip, each chip holding the KV cache of its own share of the batch (data-parallel
-    attention, as DeepSeek serves V3). Bytes are per chip."""
+    every chip, each chip holding the KV cache of its own sequences (data-parallel attention: a
+    sequence's cache lives whole on one chip). Bytes are those of the busiest chip."""
     model: models.Model
     chip: hardware.Chip
     chips: int
@@ -304,25 +322,27 @@ class Placement:
 
     @property
     def max_batch(self) -> float:
-        """Most sequences of this context the chips together hold beside the weights (0 if none,
-        inf at context 0)."""
+        """Most sequences of this context the chips together hold beside the weights: each chip
+        holds whole sequences, as many as its own free HBM takes, so the chips times that (0 if
+        none, inf at context 0)."""
         free = self.usable - self.weight_bytes
         if free <= 0:
             return 0
         if not self.kv_bytes_per_sequence:
             return math.inf
-        return math.floor(free * self.chips / self.kv_bytes_per_sequence)
+        return self.chips * math.floor(free / self.kv_bytes_per_sequence)
 
 
 def placement(model, system, batch, context, dtype="bf16", chips=None, redundant=0,
               kv_bytes_per_element=2, headroom=HEADROOM) -> Placement:
     """Per-chip memory of ``model`` served by ``chips`` chips of ``system`` (all of them by default;
-    the lecture uses 64 of an NVL72's 72), with ``batch`` sequences of ``context`` tokens."""
+    the lecture uses 64 of an NVL72's 72), with ``batch`` sequences of ``context`` tokens dealt out
+    whole, the busiest chip holding ceil(batch / chips) of them."""
     model = _moe_model(model)
     sys_ = _system(system)
     chips = _chips(sys_, chips)
     non_negative("batch", batch)
-    non_negative("context", context)
+    context = _whole("context", context)
     in_range("headroom", headroom, 0, 0.99)
     g = experts_per_chip(model, chips, redundant)
     b = hardware.bytes_per_weight(dtype)
@@ -331,8 +351,10 @@ def placement(model, system, batch, context, dtype="bf16", chips=None, redundant
     rep = Replica(sys_.chip, model, hardware.dtype_name(dtype), chips,
                   float(positive("kv_bytes_per_element", kv_bytes_per_element)))
     per_sequence = float(rep.kv_bytes(1, context)) if context else 0.0
+    # Rounded first so that a batch that divides evenly is not pushed up a sequence by float error.
+    busiest = math.ceil(round(float(batch) / chips, 9))
     return Placement(model, sys_.chip, chips, g, g * one_expert_all_layers, replicated,
-                     float(batch) * per_sequence / chips, per_sequence, float(headroom))
+                     busiest * per_sequence, per_sequence, float(headroom))
 
 
 def max_total_params(system, dtype="bf16", headroom=HEADROOM) -> float:
@@ -352,6 +374,21 @@ def alltoall_bytes(model, tokens, chips, bytes_per_element=2):
     positive("bytes_per_element", bytes_per_element)
     return _scalar(numeric["alltoall_bytes"](*_values(model, chips, tokens=np.asarray(tokens, float),
                                                      bytes_per_element=bytes_per_element)))
+
+
+def is_slice(system) -> bool:
+    """True when ``system`` is part of a larger scale-up domain (a v5p cube of a pod joined by
+    optical circuit switches): traffic leaving it still travels over the scale-up links, so its
+    scale-up to scale-out ratio does not price a domain boundary."""
+    sys_ = _system(system)
+    return sys_.count < sys_.chip.scale_up_domain
+
+
+def boundary_ratios() -> dict[str, float]:
+    """Scale-up over scale-out bandwidth per direction (``scale_up_to_out``) of every catalog system
+    that is a whole scale-up domain, by name: what crossing its edge costs. Slices are left out
+    (``is_slice``)."""
+    return {s.name: s.scale_up_to_out for s in systems.catalog_systems().values() if not is_slice(s)}
 
 
 def _link(link) -> str:
@@ -415,7 +452,11 @@ def deepep_fit(min_ep: int = DEEPEP_MIN_EP) -> tuple[float, float]:
 
     A dispatch carries the FP8 activations and their scales, a combine the BF16 results, of every
     (token, expert) choice, as DeepEP counts its bytes; their different sizes at the same degree
-    separate the fixed cost from the rate."""
+    separate the fixed cost from the rate. That takes the two for one transfer at two sizes, which
+    they are not: they are different kernels, and the combine's receiver also weights and sums the k
+    results. Whatever extra time the combine's own work takes is charged to its larger byte count,
+    lowering the fitted rate and moving the fixed cost: both are estimates of the split, not
+    measurements of it."""
     ep = DEEPEP
     if min_ep not in ep["ep"]:
         raise ChalkError(f"min_ep must be one of DeepEP's degrees {', '.join(map(str, ep['ep']))}, got {min_ep!r}")

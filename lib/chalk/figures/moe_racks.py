@@ -14,6 +14,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from .. import moe
+from ..roofline import HEADROOM
 from ..catalog import hardware, models, systems
 from ..errors import ChalkError, lookup
 from . import explorer, twin
@@ -24,7 +25,7 @@ from .explorer import Dropdown, log_slider
 COLORS = {"replicated": "#999999", "experts": "#0072B2", "kv": "#E69F00", "usable": "#D55E00",
           "up": "#0072B2", "out": "#D55E00", "outd": "#E69F00", "matmul": "#009E73", "weights": "#CC79A7",
           "chip_full": "#0072B2", "chip_less": "#56B4E9", "idle": "#DDDDDD", "switch": "#F0E442"}
-HATCH = {"replicated": "", "experts": "//", "kv": "..", "up": "", "out": "//", "outd": "..", "matmul": "\\\\",
+HATCH = {"replicated": "xx", "experts": "//", "kv": "..", "up": "", "out": "//", "outd": "..", "matmul": "\\\\",
          "weights": ".."}
 TIME_LABELS = {"up": "all-to-all, 1 domain", "out": "2 domains, per choice",
                "outd": "2 domains, per domain", "matmul": "expert matmuls", "weights": "weight reads"}
@@ -33,6 +34,8 @@ its own (DeepEP's low-latency kernels), or a token sent once per domain and fann
 normal kernels)."""
 MEMORY_LABELS = {"replicated": "weights copied on every chip", "experts": "its routed experts",
                  "kv": "KV cache of its sequences"}
+USABLE_LABEL = f"usable HBM ({1 - HEADROOM:.0%})"
+"""The usable-HBM line's label: what the course's headroom leaves of a chip's HBM."""
 
 MODELS = ("deepseek-v3", "kimi-k2", "qwen3-235b-a22b", "mixtral-8x7b")
 SYSTEMS = ("hgx-h100", "hgx-h200", "hgx-b200", "gb200-nvl72", "gb300-nvl72", "mi355x-8")
@@ -191,12 +194,14 @@ def _rgb(colour: str) -> np.ndarray:
 def _hatch_masks(height: int, width: int) -> dict:
     """Where each hatch leaves white, over a whole canvas: bars slice these rather than build a grid."""
     y, x = np.mgrid[0:height, 0:width]
-    return {"//": (x + y) % 7 < 2, "\\\\": (x - y) % 7 < 2, "..": (x % 5 < 2) & (y % 5 < 2)}
+    up, down = (x + y) % 7 < 2, (x - y) % 7 < 2
+    return {"//": up, "\\\\": down, "xx": up | down, "..": (x % 5 < 2) & (y % 5 < 2)}
 
 
 def paint(pixels: np.ndarray, box, colour: str, hatch: str = ""):
     """Fill ``box`` = (left, top, right, bottom) in pixels with ``colour``; a hatch leaves white
-    stripes ("//", "\\\\") or dots ("..") so that bars differ by more than their colour."""
+    stripes ("//", "\\\\"), crossed stripes ("xx") or dots ("..") so that bars differ by more than
+    their colour."""
     height, width = pixels.shape[:2]
     left, top, right, bottom = (int(round(v)) for v in box)
     left, right = max(left, 0), min(right, width)
@@ -242,7 +247,7 @@ class MoeFigure:
             hatch = {k: HATCH[k] * 2 for k in HATCH}
             self.fig.legend(handles=[Patch(facecolor=COLORS[k], hatch=hatch[k], edgecolor="white", label=MEMORY_LABELS[k])
                                      for k in MEMORY_LABELS]
-                            + [Line2D([], [], color=COLORS["usable"], ls="--", label="usable HBM (90%)"),
+                            + [Line2D([], [], color=COLORS["usable"], ls="--", label=USABLE_LABEL),
                                Line2D([], [], color="black", label="HBM"),
                                Patch(facecolor=COLORS["chip_full"], label="the busiest chips' experts"),
                                Patch(facecolor=COLORS["switch"], label="switch trays")],
@@ -464,7 +469,7 @@ def twin_data() -> dict:
               twin.shapes("the domain: experts on chips", PANEL_W, PANEL_H)]
     styles = {"weights": twin.line_style("weights per chip", COLORS["experts"], 1.6, "6 3"),
               "used": twin.line_style("weights + KV per chip", COLORS["kv"], 2.2),
-              "usable": twin.line_style("usable HBM (90%)", COLORS["usable"], 1.4, "2 3"),
+              "usable": twin.line_style(USABLE_LABEL, COLORS["usable"], 1.4, "2 3"),
               "up": twin.line_style(TIME_LABELS["up"], COLORS["up"], 2.2),
               "out": twin.line_style(TIME_LABELS["out"], COLORS["out"], 2, "7 3"),
               "outd": twin.line_style(TIME_LABELS["outd"], COLORS["outd"], 2, "3 2"),
@@ -547,7 +552,7 @@ def memory_figure(model="deepseek-v3", names=("hgx-h100", "hgx-h200", "hgx-b200"
                        width=0.6, label=MEMORY_LABELS[k] if i == 0 else None)
                 bottom += value / 1e9
             ax.plot([i - 0.38, i + 0.38], [p.usable / 1e9] * 2, color=COLORS["usable"], ls="--", lw=1.6,
-                    label="usable HBM (90%)" if i == 0 else None)
+                    label=USABLE_LABEL if i == 0 else None)
             ax.text(i, bottom, "fits" if p.fits else "does not fit", ha="center", va="bottom", fontsize=8,
                     color="black" if p.fits else "#b00")
         ax.set_xticks(x, [systems.get(n).display.split(" (")[0] for n in names])
@@ -584,14 +589,15 @@ def imbalance_figure(model="deepseek-v3", chips=(8, 64), tokens=(128, 512, 2048,
     ts = np.asarray(tokens, float)
     said = []
     with style():
-        for E_, colour, marker in zip(chips, ("#0072B2", "#D55E00"), ("o", "s")):
+        # each chip count has its own colour, marker and dash: no two series differ by colour alone
+        for E_, colour, marker, dash in zip(chips, ("#0072B2", "#D55E00"), ("o", "s"), ("--", "-.")):
             sims = [moe.simulate_routing(model, E_, int(t), trials=trials, seed=int(t) + E_) for t in ts]
             said.append(f"{E_} chips: simulated {sims[0].imbalance:.2f} at {ts[0]:,.0f} tokens and "
                         f"{sims[-1].imbalance:.2f} at {ts[-1]:,.0f}, approximation "
                         f"{moe.imbalance_estimate(model, E_, ts[0]):.2f} and {moe.imbalance_estimate(model, E_, ts[-1]):.2f}")
             ax.errorbar(ts, [s.imbalance for s in sims], yerr=[2 * s.imbalance_stderr for s in sims], fmt=marker,
                         color=colour, ms=5, capsize=2, label=f"{E_} chips: simulated routing")
-            ax.plot(ts, moe.imbalance_estimate(model, E_, ts), color=colour, ls="--",
+            ax.plot(ts, moe.imbalance_estimate(model, E_, ts), color=colour, ls=dash,
                     label=f"{E_} chips: normal approximation")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("tokens in the step (all chips)")

@@ -37,7 +37,13 @@ def _h800_rho_measured() -> float:
 
 
 def _rhos() -> list[float]:
-    return [s.scale_up_to_out for s in systems.catalog_systems().values()]
+    """The ratio at every catalog system whose edge is a domain boundary (a v5p cube is not)."""
+    return list(moe.boundary_ratios().values())
+
+
+def _torus_text(system) -> str:
+    dims, side = moe.torus_shape(system)
+    return " × ".join([f"{side}"] * dims)
 
 
 def _placement(system):
@@ -79,7 +85,9 @@ VALUES: dict[str, Callable[[], str]] = {
     "moe_ds_k": lambda: f"{models.get(_DS).moe['experts_per_token']}",
     "moe_ds_shared": lambda: f"{models.get(_DS).moe['n_shared_experts']}",
     "moe_ds_tot": lambda: f"{models.get(_DS).total_params / 1e9:,.0f}",
-    "moe_ds_act": lambda: f"{models.get(_DS).active_params / 1e9:,.0f}",
+    "moe_ds_act": lambda: f"{models.get(_DS).active_params / 1e9:,.1f}",
+    "moe_ds_act_published": lambda: f"{models.get(_DS).reported_active_params / 1e9:,.0f}",
+    "moe_ds_embed": lambda: f"{models.get(_DS).embedding_params / 1e9:,.1f}",
     "moe_lecture_chips": lambda: f"{_expert_chips()}",
     "moe_nvl72_count": lambda: f"{systems.get(_NVL72).count}",
     "moe_g64": lambda: f"{moe.experts_per_chip(_DS, _expert_chips())}",
@@ -95,6 +103,8 @@ VALUES: dict[str, Callable[[], str]] = {
     "moe_nvl72_rho": lambda: f"{systems.get(_NVL72).scale_up_to_out:.0f}",
     "moe_rho_low": lambda: f"{min(_rhos()):.0f}",
     "moe_rho_high": lambda: f"{max(_rhos()):.0f}",
+    "moe_v5p_rho": lambda: f"{systems.get('tpu-v5p-cube').scale_up_to_out:.0f}",
+    "moe_v5p_pod": lambda: f"{systems.get('tpu-v5p-cube').chip.scale_up_domain:,}",
     "moe_lecture_rho": lambda: f"{BOARD['scale_up_to_out']:.0f}",
     "moe_h100_both": lambda: f"{hardware.get('H100-SXM').scale_up_bandwidth_bidirectional / 1e9:,.0f}",
     "moe_h100_one": lambda: f"{hardware.get('H100-SXM').scale_up_bandwidth / 1e9:,.0f}",
@@ -120,6 +130,8 @@ VALUES: dict[str, Callable[[], str]] = {
     "moe_lane_b": lambda: f"{moe.lane_rate(_NVL72) / 1e9:.0f}",
     "moe_v5p_share": lambda: f"{moe.torus_share('tpu-v5p-cube'):.2f}",
     "moe_v5e_share": lambda: f"{moe.torus_share('tpu-v5e-256'):.3f}",
+    "moe_v5p_shape": lambda: _torus_text("tpu-v5p-cube"),
+    "moe_v5e_shape": lambda: _torus_text("tpu-v5e-256"),
 }
 """Numbers the cards quote, each computed from chalk and formatted as the card shows it."""
 

@@ -92,7 +92,13 @@ def _max_batch_even_split() -> float:
     """The slip of spreading every weight evenly, as if nothing were copied onto each chip."""
     p, m = _placement(), models.get(FIT["model"])
     weights = m.total_params * hardware.bytes_per_weight(FIT["dtype"]) / FIT["chips"]
-    return float(math.floor((p.usable - weights) * FIT["chips"] / p.kv_bytes_per_sequence))
+    return float(FIT["chips"] * math.floor((p.usable - weights) / p.kv_bytes_per_sequence))
+
+
+def _max_batch_pooled() -> float:
+    """The slip of pooling the chips' free HBM, as if a sequence's cache could straddle chips."""
+    p = _placement()
+    return float(math.floor((p.usable - p.weight_bytes) * FIT["chips"] / p.kv_bytes_per_sequence))
 
 
 def _weights_gb(dtype=WEIGHTS["dtype"], part="all") -> float:
@@ -211,9 +217,13 @@ EXERCISES = (
     Exercise(
         id="max_batch_kimi",
         expected=lambda: float(_placement().max_batch),
-        unit="sequences (a whole number)", rel_tol=0.01,
-        hint="moe.placement(model, system, batch, context, dtype, chips=64) and read .max_batch.",
+        unit="sequences (a whole number)", rel_tol=0.002,
+        hint="moe.placement(model, system, batch, context, dtype, chips=64) and read .max_batch: each GPU "
+             "holds as many whole sequences as its own free HBM takes, times the GPUs.",
         mistakes=(
+            Mistake("a sequence's cache lives whole on one GPU: round down per GPU (free HBM of one GPU over one "
+                    "sequence's KV), then multiply by the GPUs; pooling the free HBM counts sequences split "
+                    "across GPUs.", value=_max_batch_pooled),
             Mistake("the experts sit on 64 of the 72 GPUs; the other 8 hold neither weights nor KV here.",
                     value=lambda: float(_placement(chips=systems.get(FIT["system"]).count).max_batch)),
             Mistake("the KV cache is kept in BF16, 2 bytes per element.",
