@@ -104,9 +104,64 @@ def test_session_is_replayable():
     assert ex.params["system"] == "tpu-v5p-cube"
 
 
-def test_twin_views_are_chalk_memory():
-    data = mc.twin_data()
-    assert len(json.dumps(data, separators=(",", ":"))) < 250_000
+@pytest.fixture(scope="module")
+def twins():
+    return mc.twin_data(), mc.floor_twin_data()
+
+
+def test_the_twins_stay_small_and_offer_every_control(twins):
+    data, floor = twins
+    # Both ship in the chapter's page, whose budget is 2.5 MB in all (bench/budgets.toml).
+    assert sum(len(json.dumps(d, separators=(",", ":"))) for d in twins) < 250_000
+    contexts = next(c for c in data["controls"] if c["name"] == "context")["options"]
+    assert len(contexts) >= 4 and [int(v) for v, _ in contexts] == sorted(int(v) for v, _ in contexts)
+    assert len(data["views"]) == 4 * 4 * 2 * len(contexts) * 2
+    assert [c["kind"] for c in floor["controls"]] == ["select", "select", "slider"]
+    assert floor["panels"][0]["xscale"] == "log" and len(floor["views"]) == 4 * 2
+
+
+FIELD = re.compile(r"\{([^}]+)\}")
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_every_readout_field_is_in_every_view(twins, which):
+    # The shared script prints a missing field as a dash: each must resolve in every view.
+    data = twins[which]
+    slider = next(c["name"] for c in data["controls"] if c["kind"] == "slider")
+    for key, view in data["views"].items():
+        for template in data["templates"]:
+            for name in FIELD.findall(template):
+                panel, _, series = name.partition(".")
+                known = (name == slider or name in view["readout"].get("values", {})
+                         or name in view["readout"].get("constants", {})
+                         or (panel.isdigit() and series in view["panels"][int(panel)]["series"]))
+                assert known, (key, name)
+
+
+def test_floor_twin_is_the_weight_read_over_the_domain(twins):
+    _, floor = twins
+    stops = floor["controls"][-1]["values"]
+    view = floor["views"]["deepseek-v3|fp8"]
+    series = view["panels"][0]["series"]
+    # 671 B one-byte weights read by S GB200s at 8 TB/s each, or S H100s at 3.35 TB/s.
+    for i, size in enumerate(stops):
+        assert series["GB200"][i] == pytest.approx(1e3 * 671e9 / (size * 8e12), rel=0.01)
+        assert series["H100-SXM"][i] == pytest.approx(1e3 * 671e9 / (size * 3.35e12), rel=0.01)
+    assert 72 in stops and "gb200-nvl72" in view["readout"]["values"]["systems"][stops.index(72)]
+    # Every catalog domain size is marked: HGX boards, NVL72 racks, TPU pods.
+    assert {8, 72, 256, 9216} <= {v["x"] for v in view["vlines"]}
+    assert all(y == 20 for y in series["step"])           # the lecture's 20 ms step
+
+
+def test_the_lecture_hop_comes_from_the_catalog():
+    # The lecture: about 10 ms added over 4 stages, 2.5 ms a hop.
+    assert mc.lecture_hop() == pytest.approx(10e-3 / 4)
+    assert mc.HOPS[-1] == ("2.5 ms (the lecture's)", pytest.approx(2.5e-3))
+    assert "the lecture's 2.5 ms hops" in mc.twin_data()["styles"]["lecture"]["label"]
+
+
+def test_twin_views_are_chalk_memory(twins):
+    data = twins[0]
     stops = data["controls"][-1]["values"]
     assert stops == list(mc.STAGES)
     for key in ("llama-3.1-405b|hgx-h100|bf16|131072|512", "deepseek-v3|gb200-nvl72|fp8|8192|64"):
@@ -136,9 +191,9 @@ def test_twin_views_are_chalk_memory():
     np.testing.assert_allclose(k, k[0], rtol=1e-12)
 
 
-def test_every_twin_view_draws():
-    data = mc.twin_data()
-    assert not [k for k, v in data["views"].items() if "message" in v]
+def test_every_twin_view_draws(twins):
+    for data in twins:
+        assert not [k for k, v in data["views"].items() if "message" in v]
 
 
 @pytest.mark.parametrize("figure, numbers", [

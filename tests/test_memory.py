@@ -263,11 +263,11 @@ def test_non_positive_or_fractional_degrees_are_refused(name, value):
         mem.per_chip("llama-3-70b", 8, 1024, **{name: value})
 
 
-@pytest.mark.parametrize("value", [0.5, True, -2])
-def test_fewer_than_one_microbatch_is_refused(value):
-    with pytest.raises(ChalkError, match="microbatches must be"):
+@pytest.mark.parametrize("value", [0, 0.5, True, -2, float("nan"), "two"])
+def test_fewer_than_one_microbatch_is_refused_with_the_valid_range(value):
+    with pytest.raises(ChalkError, match="microbatches must be a number >= 1"):
         mem.per_chip("llama-3-70b", 8, 1024, stages=2, microbatches=value)
-    with pytest.raises(ChalkError, match="microbatches must be"):
+    with pytest.raises(ChalkError, match="microbatches must be a number >= 1"):
         mem.max_batch("llama-3-70b", "hgx-h100", 1024, stages=2, microbatches=value)
 
 
@@ -315,6 +315,48 @@ def test_other_bad_inputs_name_their_parameter():
         mem.crossover_at_balance("deepseek-v3", "gb200-nvl72", 0)
     with pytest.raises(ChalkError, match="stages must be at most the model's 80 layers"):
         mem.layout_bytes("llama-3-70b", 8, 1024, stages=81)
+
+
+@pytest.mark.parametrize("call", [
+    lambda b: mem.per_chip("llama-3-70b", b, 1024),
+    lambda b: mem.per_chip_parts("llama-3-70b", b, 1024),
+    lambda b: mem.crossover_stages("llama-3-70b", b, 1024),
+    lambda b: mem.layout_bytes("llama-3-70b", b, 1024),
+    lambda b: mem.weight_floor("deepseek-v3", "hgx-h100", batch=b),
+    lambda b: mem.read_time("llama-3-70b", "hgx-h100", b, 1024),
+    lambda b: mem.hop_time("llama-3-70b", "hgx-h100", b, 10e-6),
+    lambda b: mem.token_time("llama-3-70b", "hgx-h100", b, 1024),
+])
+@pytest.mark.parametrize("flag", [True, False, np.array([True, False])])
+def test_a_bool_is_not_a_batch(call, flag):
+    # True would count as one sequence and False as none, silently.
+    with pytest.raises(ChalkError, match="batch must be a number of sequences"):
+        call(flag)
+
+
+@pytest.mark.parametrize("name, call", [
+    ("model", lambda x: mem.per_chip(x, 8, 1024)),
+    ("model", lambda x: mem.kv_per_sequence(x, 1024)),
+    ("model", lambda x: mem.training_state_bytes(x)),
+    ("system", lambda x: mem.weight_floor("deepseek-v3", x)),
+    ("system", lambda x: mem.max_batch("llama-3-70b", x, 1024)),
+    ("system", lambda x: mem.hop_time("llama-3-70b", x, 8, 10e-6)),
+    ("chip", lambda x: mem.fewest_chips_to_train("llama-3-70b", x)),
+])
+@pytest.mark.parametrize("value", [42, None, 3.5, ["llama-3-70b"]])
+def test_a_model_system_or_chip_that_is_neither_a_name_nor_an_entry_names_the_parameter(name, call, value):
+    with pytest.raises(ChalkError, match=f"{name} must be a catalog {name} name or a chalk"):
+        call(value)
+
+
+def test_per_chip_refuses_more_stages_than_layers():
+    # Llama 3 70B has 80 layers (config.json): 80 stages of one layer each are the most.
+    assert mem.per_chip("llama-3-70b", 8, 1024, stages=80) > 0
+    for fn in (mem.per_chip, mem.per_chip_parts):
+        with pytest.raises(ChalkError, match="stages must be at most the model's 80 layers, got 81"):
+            fn("llama-3-70b", 8, 1024, stages=81)
+        with pytest.raises(ChalkError, match="stages must be at most the model's 80 layers"):
+            fn("llama-3-70b", 8, 1024, stages=np.array([1, 40, 96]))
 
 
 # --- the independent check: explicit placement against the formula -----------------------------
@@ -375,3 +417,26 @@ def test_layout_counts_a_batch_that_does_not_divide_the_shards():
     empty = mem.layout_bytes("llama-3-70b", 10, 0, "bf16", 4, 1)
     kv = (full - empty)[0]
     assert sorted(kv / kv.min()) == pytest.approx([1, 1, 1.5, 1.5])
+
+
+# --- the chapter's "where the lecture is loose" boxes --------------------------------------------
+def test_chapter_four_boxes_are_computed_not_to_come():
+    from chalk.teaching import corrections
+    ids = {c.id for c in corrections.for_chapter("04_memory_capacity")}
+    assert {"hop-latency", "kv-after-two-stages", "memory-capex-share"} <= ids
+    for i in ids:
+        assert not corrections.get(i).pending, i
+        text = corrections.get(i).corrected()
+        assert "Chapter to come" not in text and any(ch.isdigit() for ch in text), i
+        assert "Chapter to come" not in corrections.box(i), i
+
+
+def test_chapter_four_boxes_print_numbers_worked_by_hand():
+    from chalk.teaching import corrections
+    # NCCL's tuning.cc: base + network-step latency, 6.6 + 2.7 us (LL) and 8.4 + 14 us (Simple).
+    hop = corrections.get("hop-latency").corrected()
+    assert f"charges {6.6 + 2.7:.0f} to {8.4 + 14:.0f} µs per network step" in hop and "at least" in hop
+    # Llama 3.1 405B in BF16 on 8-GPU H100 boards, capacity-bound: P* = 2 N_tot b_w / (C E) with C the
+    # 90% of 80 GB the course counts usable.
+    p_star = 2 * LLAMA405_PARAMS * 2 / (0.9 * H100_HBM * 8)
+    assert f"capacity sets $P^\\star$ = {p_star:.1f}," in corrections.get("kv-after-two-stages").corrected()

@@ -37,6 +37,7 @@ from .catalog import hardware, memory_data, models, systems
 from .errors import ChalkError, in_range, non_negative, positive, positive_int
 from .notation import (B, C, E, L, N_rout, N_tot, P, W_chip, W_out, b_act, b_g, b_kv, b_opt, b_w, d_model, k, m,
                        n_DP, n_exp, t_F)
+from .moe import _system  # a System from a name or itself; anything else is an error naming system
 from .pipeline import _whole, t_hop  # _whole: a whole number >= 1, or an array of them (sweeps)
 
 # --- memory per chip ---------------------------------------------------------------------------
@@ -147,23 +148,41 @@ b_g, b_opt, n_DP)."""
 
 # --- inputs ------------------------------------------------------------------------------------
 def _model(model) -> models.Model:
+    if not isinstance(model, (str, models.Model)):
+        raise ChalkError(f"model must be a catalog model name or a chalk Model (known: {', '.join(models.names())}), "
+                         f"got {model!r}")
     return models.get(model) if isinstance(model, str) else model
 
 
-def _system(system) -> systems.System:
-    return systems.get(system) if isinstance(system, str) else system
+def _chip(chip) -> hardware.Chip:
+    if not isinstance(chip, (str, hardware.Chip)):
+        raise ChalkError(f"chip must be a catalog chip name or a chalk Chip (known: {', '.join(hardware.names())}), "
+                         f"got {chip!r}")
+    return hardware.get(chip) if isinstance(chip, str) else chip
 
 
 def _scalar(x):
     return float(x) if np.ndim(x) == 0 else x
 
 
+def _batch(batch, check=non_negative):
+    """B checked: sequences per micro-batch, a number (``check``: >= 0 by default) or an array of
+    them. A bool is refused: True would silently count as one sequence."""
+    if isinstance(batch, (bool, np.bool_)) or np.asarray(batch).dtype == bool:
+        raise ChalkError(f"batch must be a number of sequences {'> 0' if check is positive else '>= 0'}, got {batch!r}")
+    return check("batch", batch)
+
+
 def _in_flight(microbatches):
     """m checked: a number >= 1, or an array of them. Not necessarily whole: ``busy_microbatches``
     gives the micro-batches' worth of sequences a pipeline keeps in flight, a real number."""
-    if isinstance(microbatches, bool) or np.any(np.asarray(positive("microbatches", microbatches), dtype=float) < 1):
+    try:
+        arr = np.asarray(microbatches, dtype=float)
+    except (TypeError, ValueError):
+        arr = np.array(np.nan)
+    if isinstance(microbatches, bool) or not np.all(np.isfinite(arr)) or np.any(arr < 1):
         raise ChalkError(f"microbatches must be a number >= 1, got {microbatches!r}")
-    return microbatches if np.ndim(microbatches) == 0 else np.asarray(microbatches, dtype=float)
+    return microbatches if np.ndim(microbatches) == 0 else arr
 
 
 def _degrees(expert_parallel, stages, microbatches) -> tuple:
@@ -173,6 +192,12 @@ def _degrees(expert_parallel, stages, microbatches) -> tuple:
     P_ = _whole("stages", stages)
     m_ = P_ if microbatches is None else _in_flight(microbatches)
     return E_, P_, m_
+
+
+def _at_most_layers(mdl: models.Model, P_, stages) -> None:
+    """A stage needs at least one layer: P <= n_layers."""
+    if np.any(np.asarray(P_) > mdl.n_layers):
+        raise ChalkError(f"stages must be at most the model's {mdl.n_layers} layers, got {stages!r}")
 
 
 def kv_per_sequence(model, context, kv_bytes_per_element=2):
@@ -194,10 +219,11 @@ def _effective_b_kv(mdl: models.Model, context, kv_bytes_per_element) -> np.ndar
 
 def _args(model, batch, context, dtype, expert_parallel, stages, microbatches, kv_bytes_per_element):
     mdl = _model(model)
-    non_negative("batch", batch)
+    _batch(batch)
     non_negative("context", context)
     positive("kv_bytes_per_element", kv_bytes_per_element)
     E_, P_, m_ = _degrees(expert_parallel, stages, microbatches)
+    _at_most_layers(mdl, P_, stages)
     return (mdl.total_params, hardware.bytes_per_weight(dtype), m_, np.asarray(batch, dtype=float),
             np.asarray(context, dtype=float), _effective_b_kv(mdl, context, kv_bytes_per_element), E_, P_)
 
@@ -230,7 +256,7 @@ def crossover_stages(model, batch, context, dtype="bf16", kv_bytes_per_element=2
     """P* = N_tot b_w / (B L b_kv): with more stages than this (m = P), each chip holds more cache
     than weights; below 1, the cache outweighs the weights even unpipelined (inf at context 0)."""
     mdl = _model(model)
-    positive("batch", batch)
+    _batch(batch, positive)
     non_negative("context", context)
     ctx = np.asarray(context, dtype=float)
     with np.errstate(divide="ignore"):  # no cache at context 0: the weights win at any depth
@@ -338,9 +364,9 @@ def layout_bytes(model, batch, context, dtype="bf16", expert_parallel=1, stages=
     positive("kv_bytes_per_element", kv_bytes_per_element)
     E_, P_ = positive_int("expert_parallel", expert_parallel), positive_int("stages", stages)
     m_ = P_ if microbatches is None else positive_int("microbatches", microbatches)
+    _batch(batch)
     batch_ = positive_int("batch", batch) if batch else 0
-    if P_ > mdl.n_layers:
-        raise ChalkError(f"stages must be at most the model's {mdl.n_layers} layers, got {stages!r}")
+    _at_most_layers(mdl, P_, stages)
     chips = np.zeros((P_, E_))
     stage_of = (np.arange(mdl.n_layers) * P_) // mdl.n_layers
     even, expert, embeddings = _layer_weights(mdl, dtype)
@@ -380,7 +406,7 @@ def weight_floor(model, system, dtype="bf16", batch=None, expert_parallel=None):
     t_weights): N_act b_w / (E W_chip) at B = 1. No pipelining lowers it; E beyond the scale-up
     domain puts each MoE layer's all-to-all on the network (``token_time``'s ``alltoall``)."""
     mdl, n, routed, k_, n_, b, E_, W_ = _reading(model, system, dtype, expert_parallel)
-    B_ = np.inf if batch is None else np.asarray(non_negative("batch", batch), dtype=float)
+    B_ = np.inf if batch is None else np.asarray(_batch(batch), dtype=float)
     return _scalar(numeric["weight_floor"](n, routed, k_, n_, b, B_, E_, W_))
 
 
@@ -389,7 +415,7 @@ def read_time(model, system, batch, context, dtype="bf16", kv_bytes_per_element=
     touches and its own cache of ``context`` tokens, over E chips (every chip of ``system``
     unless ``expert_parallel`` says otherwise). A pipeline's stages share it out; P does not enter."""
     mdl, n, routed, k_, n_, b, E_, W_ = _reading(model, system, dtype, expert_parallel)
-    non_negative("batch", batch)
+    _batch(batch)
     non_negative("context", context)
     return _scalar(numeric["t_read"](n, routed, k_, n_, b, np.asarray(batch, dtype=float), np.asarray(context, dtype=float),
                                      _effective_b_kv(mdl, context, kv_bytes_per_element), E_, W_))
@@ -414,7 +440,7 @@ def hop_time(model, system, batch, latency, bytes_per_element=2):
     sequences x d_model x ``bytes_per_element``) sent by the system's chips, each its own share
     over its own scale-out link (per direction)."""
     mdl, sys_ = _model(model), _system(system)
-    non_negative("batch", batch)
+    _batch(batch)
     non_negative("latency", latency)
     positive("bytes_per_element", bytes_per_element)
     return _scalar(numeric["hop_time"](latency, np.asarray(batch, dtype=float), mdl.d_model, bytes_per_element,
@@ -453,7 +479,7 @@ def fewest_chips_to_train(model, chip, recipe="zero-mixed-adam", headroom=roofli
     """Fewest chips whose usable HBM holds the model state fully sharded (ZeRO stage 3), before any
     activation: the floor under every training layout."""
     mdl = _model(model)
-    hw = hardware.get(chip) if isinstance(chip, str) else chip
+    hw = _chip(chip)
     in_range("headroom", headroom, 0, 0.99)
     state = training_state_bytes(mdl, recipe)
     return math.ceil(state / (hw.hbm_capacity * (1 - headroom)) - 1e-9)

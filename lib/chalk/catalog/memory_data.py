@@ -2,7 +2,7 @@
 training recipes in bytes per parameter, the latencies that bound a pipeline hop, published
 serving layouts and the lecture's round numbers, each with its source and date.
 
-``table()`` renders them for the reference pages and ``python -m chalk list``.
+``chalk.catalog.reference`` renders them for the reference pages and ``python -m chalk list``.
 """
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -126,35 +126,3 @@ def deployment(name: str):
 
 def latency(name: str):
     return lookup("latency figure", name, LATENCIES, param="name")
-
-
-def _source(e) -> str:
-    source, as_of = (e.source, e.as_of) if hasattr(e, "source") else (e["source"], e["as_of"])
-    return f"[source]({source}), {as_of}"
-
-
-def _flag(estimate: bool) -> str:
-    return " (estimate)" if estimate else ""
-
-
-def table() -> str:
-    """The chapter's published inputs as Markdown: recipes, cost shares, latencies and layouts."""
-    rows = ["| kind | name | figures | source, as of |", "|---|---|---|---|"]
-    for r in RECIPES.values():
-        rows.append(f"| training recipe | `{r.name}`{_flag(r.estimate)} | {r.weights:g} + {r.gradients:g} + "
-                    f"{r.optimizer:g} = {r.bytes_per_param:g} bytes per parameter (weights + gradients + "
-                    f"optimizer) | {_source(r)} |")
-    for s in COST_SHARES.values():
-        parts = ", ".join(f"{c} {100 * v:.0f}%" for c, v in s.shares.items())
-        rows.append(f"| cost share | `{s.name}`{_flag(s.estimate)} | {s.period}: {parts} | {_source(s)} |")
-    nccl = LATENCIES["nccl-net-step"]
-    rows.append(f"| latency | `nccl-net-step`{_flag(nccl['estimate'])} | {nccl['base_us_ll']:g} + "
-                f"{nccl['hop_us_ll']:g} µs (LL) to {nccl['base_us_simple']:g} + {nccl['hop_us_simple']:g} µs "
-                f"(Simple) per network step | {_source(nccl)} |")
-    ep = LATENCIES["deepep-low-latency"]
-    rows.append(f"| latency | `deepep-low-latency` | dispatch of {ep['tokens']} tokens: {ep['dispatch_us'][0]:g} µs "
-                f"(EP {ep['ep'][0]}) to {ep['dispatch_us'][-1]:g} µs (EP {ep['ep'][-1]}) | {_source(ep)} |")
-    for name, d in DEPLOYMENTS.items():
-        rows.append(f"| deployment | `{name}` | {d['gpus']} GPUs: expert {d['expert']}, pipeline "
-                    f"{d['pipeline']} | {_source(d)} |")
-    return "\n".join(rows)

@@ -83,10 +83,11 @@ def context_parts(model, system, dtype, batch, stages, hop=None) -> tuple[np.nda
 
 
 @lru_cache(maxsize=64)
-def floor_line(model, system, dtype) -> np.ndarray:
-    """Weight-read floor in seconds (batches that touch every expert) over ``DOMAINS`` chips of
-    ``system``'s chip reading."""
-    return mem.weight_floor(model, system, dtype, expert_parallel=1) / DOMAINS
+def floor_line(model, system, dtype, domains=None) -> np.ndarray:
+    """Weight-read floor in seconds (batches that touch every expert) over ``domains`` chips of
+    ``system``'s chip reading (a tuple; ``DOMAINS`` by default)."""
+    sizes = DOMAINS if domains is None else np.asarray(domains, dtype=float)
+    return mem.weight_floor(model, system, dtype, expert_parallel=1) / sizes
 
 
 @lru_cache(maxsize=64)
@@ -332,14 +333,19 @@ def training_alt(model="llama-3-70b", chip="H100-SXM", recipe="zero-mixed-adam",
 
 
 # --- the live explorer ---------------------------------------------------------------------------
-HOPS = (("none", 0.0), ("10 µs (NCCL's model)", 10e-6), ("100 µs", 100e-6), ("1 ms", 1e-3),
-        ("2.5 ms (the lecture's)", 2.5e-3))
-"""A hop's fixed latency; ``memory.hop_time`` adds the micro-batch's activations on top."""
-
-
 def lecture_hop() -> float:
-    """The lecture's hop: about 10 ms added over 4 stages."""
+    """The lecture's hop: the milliseconds it adds to a token over its stages (``memory_data.LECTURE``)."""
     return memory_data.LECTURE["added_ms"] * 1e-3 / memory_data.LECTURE["stages"]
+
+
+def lecture_hop_text() -> str:
+    """The lecture's hop as the figures label it: '2.5 ms'."""
+    return f"{1e3 * lecture_hop():g} ms"
+
+
+HOPS = (("none", 0.0), ("10 µs (NCCL's model)", 10e-6), ("100 µs", 100e-6), ("1 ms", 1e-3),
+        (f"{lecture_hop_text()} (the lecture's)", lecture_hop()))
+"""A hop's fixed latency; ``memory.hop_time`` adds the micro-batch's activations on top."""
 
 
 PERCENT_TOP = 200.0
@@ -500,7 +506,7 @@ def readout(model, system, dtype, batch, context, stages, hop, numbers: dict) ->
 
 SESSION = [
     {"context": 65536}, {"context": 131072}, {"stages": 8}, {"stages": 16}, {"stages": 1},
-    {"batch": 32}, {"batch": 64}, {"context": 8192}, {"hop": 2.5e-3}, {"stages": 2},
+    {"batch": 32}, {"batch": 64}, {"context": 8192}, {"hop": lecture_hop()}, {"stages": 2},
     {"dtype": "fp8"}, {"system": "gb200-nvl72"}, {"batch": 1024}, {"context": 32768}, {"stages": 4},
     {"model": "deepseek-v3"}, {"batch": 4096}, {"context": 65536}, {"stages": 12}, {"hop": 10e-6},
     {"model": "llama-3-70b"}, {"batch": 256}, {"context": 500000}, {"stages": 1}, {"dtype": "bf16"},
@@ -540,23 +546,24 @@ class Explorer(explorer.Explorer):
 TWIN_MODELS = ("deepseek-v3", "llama-3.1-405b", "llama-3-70b", "mixtral-8x7b")
 TWIN_SYSTEMS = ("hgx-h100", "hgx-b200", "gb200-nvl72", "gb300-nvl72")
 TWIN_DTYPES = ("fp8", "bf16")
-TWIN_CONTEXTS = (8192, 131072)
+TWIN_CONTEXTS = (2048, 8192, 32768, 131072)
+"""Contexts a factor of 4 apart, to 128K (the longest Llama 3.1 and DeepSeek-V3 serve)."""
 TWIN_BATCHES = (64, 512)
 TWIN_LINK = 10e-6
 """The twin's measured-scale hop latency before payload: NCCL's model of a network step is 9 to
 22 µs with its base latency (``memory_data``)."""
-TEMPLATES = ["P = {stages}, m = {m} micro-batches' worth in flight: {w_gb} GB of weights + {kv_gb} GB of cache = "
-             "{total_gb} GB per chip of {usable_gb} GB usable; with the lecture's hops m = {m_lecture} and "
-             "{total_lecture_gb} GB. Token at least {t_ms} ms ({t_lecture_ms} ms with the lecture's hops); "
+TEMPLATES = ["P = {stages}, m = {m} micro-batches' worth in flight: {0.weights} GB of weights + {0.kv} GB of "
+             "cache = {0.total} GB per chip of {usable_gb} GB usable; with the lecture's hops m = {m_lecture} and "
+             "{0.total_lecture} GB. Token at least {1.measured} ms ({1.lecture} ms with the lecture's hops); "
              "weights alone {floor_ms} ms on S = {count}",
-             "!P = {stages}, m = {m}: {total_gb} GB per chip does not fit in {usable_gb} GB usable (short by "
-             "{short_gb} GB; {total_lecture_gb} GB with the lecture's hops)"]
+             "!P = {stages}, m = {m}: {0.total} GB per chip does not fit in {usable_gb} GB usable (short by "
+             "{short_gb} GB; {0.total_lecture} GB with the lecture's hops)"]
 
 
 def twin_view(model, system, dtype, context, batch) -> dict:
     """One view: every series and readout value at each stop of the stages slider. Memory is drawn
-    with the micro-batches that keep the stages busy at each hop: the measured-scale one (m close
-    to P) and the lecture's."""
+    with the micro-batches that keep the stages busy at each hop: the measured-scale one (m close to
+    P) and the lecture's."""
     measured = mem.hop_time(model, system, batch, TWIN_LINK)
     lecture = lecture_hop()
     try:
@@ -582,13 +589,11 @@ def twin_view(model, system, dtype, context, batch) -> dict:
         {"ylim": [low, high], "series": {"reads": twin.rounded(1e3 * reads), "measured": twin.rounded(1e3 * t_measured),
                                          "lecture": twin.rounded(1e3 * t_lecture),
                                          "floor": twin.rounded(np.full(len(STAGES), 1e3 * floor))}}],
+        # The readout quotes the panels' series ({0.total}, {1.measured}); only what they lack is here.
         "readout": {"pick": [0 if ok else 1 for ok in fits],
-                    "values": {"w_gb": twin.rounded(w / GB), "kv_gb": twin.rounded(k / GB),
-                               "total_gb": twin.rounded(total / GB), "total_lecture_gb": twin.rounded(total_lecture / GB),
-                               "m": twin.rounded(stage_microbatches(model, system, dtype, batch, context, measured)),
+                    "values": {"m": twin.rounded(stage_microbatches(model, system, dtype, batch, context, measured)),
                                "m_lecture": twin.rounded(stage_microbatches(model, system, dtype, batch, context,
                                                                             lecture)),
-                               "t_ms": twin.rounded(1e3 * t_measured), "t_lecture_ms": twin.rounded(1e3 * t_lecture),
                                "short_gb": twin.rounded(np.where(fits, np.nan, (total - usable) / GB))},
                     "constants": {"usable_gb": twin.rounded(usable / GB)[0], "floor_ms": twin.rounded(1e3 * floor)[0],
                                   "count": count}}}
@@ -609,18 +614,72 @@ def twin_data() -> dict:
                          point=("total", "point")),
               twin.chart("time per token (lower bound)", xlabel, "ms per token", xscale="linear", yscale="log",
                          point=("measured", "point"))]
+    hop = lecture_hop_text()
     styles = {"weights": twin.line_style("weights per chip", COLORS["weights"], 2, "12 3"),
               "kv": twin.line_style(f"KV cache per chip, m busy with {1e6 * TWIN_LINK:.0f} µs hops", COLORS["kv"], 2,
                                     "6 3"),
               "total": twin.line_style("weights + cache", COLORS["total"], 2.6),
-              "total_lecture": twin.line_style("weights + cache, m busy with the lecture's hops", COLORS["lecture"],
-                                               1.8, "4 2 1 2"),
+              "total_lecture": twin.line_style(f"weights + cache, m busy with the lecture's {hop} hops",
+                                               COLORS["lecture"], 1.8, "4 2 1 2"),
               "hbm": twin.line_style("usable HBM per chip", COLORS["hbm"], 1.4, "2 3"),
               "reads": twin.line_style("reads only", COLORS["weights"], 1.6, "6 3"),
               "measured": twin.line_style(f"with hops of {1e6 * TWIN_LINK:.0f} µs + payload", COLORS["total"], 2.2),
-              "lecture": twin.line_style("with the lecture's 2.5 ms hops", COLORS["lecture"], 1.6, "2 3"),
+              "lecture": twin.line_style(f"with the lecture's {hop} hops", COLORS["lecture"], 1.6, "2 3"),
               "floor": twin.line_style("weights alone on this domain", COLORS["floor"], 1.4, "8 3 2 3"),
               "point": twin.point_style("chosen P", COLORS["point"])}
     views = {f"{m}|{s}|{d}|{c}|{b}": twin_view(m, s, d, c, b) for m in TWIN_MODELS for s in TWIN_SYSTEMS
              for d in TWIN_DTYPES for c in TWIN_CONTEXTS for b in TWIN_BATCHES}
     return twin.twin_data(controls, panels, styles, legend=list(styles), templates=TEMPLATES, views=views)
+
+
+# --- static twin of the floor against the domain ----------------------------------------------------
+# A second twin, because a twin's charts share its one slider for x: this one's slider is the
+# scale-up domain S, the other's the stages P.
+FLOOR_CHIPS = (("H100-SXM", "hgx-h100", COLORS["weights"], "12 3"), ("H200", "hgx-h200", COLORS["kv"], "6 3"),
+               ("GB200", "gb200-nvl72", COLORS["floor"], ""), ("Rubin", "vera-rubin-nvl72", COLORS["hops"], "2 2"))
+"""The chips drawn, each through a catalog system that carries it, with its line's colour and dashes:
+Hopper, its larger-memory refresh, Blackwell and Rubin (the other Blackwell parts read as fast as the
+GB200)."""
+FLOOR_STOPS = (1, 2, 4, 8, 16, 32, 64, 72, 128, 256, 512, 1000, 2000, 5000, 10000)
+"""Domain sizes S on the floor twin's slider (at most three significant digits, as the twin keeps)."""
+
+
+def floor_twin_view(model, dtype) -> dict:
+    """One view of the floor twin: the weight-read floor of S chips of each of ``FLOOR_CHIPS`` at
+    every stop (``floor_line`` at those sizes), the lecture's step, and the catalog's systems
+    whose domain is each size."""
+    stops = tuple(float(s) for s in FLOOR_STOPS)
+    floors = {chip: floor_line(model, system, dtype, stops) for chip, system, _, _ in FLOOR_CHIPS}
+    step = memory_data.LECTURE["step_ms"]
+    low, high = _decades(np.r_[np.concatenate(list(floors.values())) * 1e3, step])
+    by_size = {}
+    for name, count, _ in catalog_floors(model, dtype):
+        by_size.setdefault(count, []).append(name)
+    series = {chip: twin.rounded(1e3 * f) for chip, f in floors.items()}
+    series["step"] = twin.rounded(np.full(len(stops), step))
+    return {"panels": [{"ylim": [low, high], "series": series}],
+            "vlines": [{"x": count, "style": "domains"} for count in sorted(by_size)],
+            "readout": {"pick": [0] * len(stops),
+                        "values": {"systems": [", ".join(sorted(by_size.get(s, []))) or "none"
+                                               for s in FLOOR_STOPS]},
+                        "constants": {"step_ms": twin.rounded(step)[0]}}}
+
+
+def floor_twin_data() -> dict:
+    """The floor twin: a view per model and weight format, keyed ``model|dtype``; the slider sets S."""
+    controls = [twin.select("model", "model", [(m, models.get(m).display) for m in TWIN_MODELS]),
+                twin.select("dtype", "weights", [(d, d) for d in TWIN_DTYPES]),
+                twin.slider("size", "scale-up domain S (chips reading)", FLOOR_STOPS, 72)]
+    panels = [twin.chart("weight-read floor against domain size, every expert read", "chips reading S",
+                         "ms per token", xscale="log", yscale="log", point=("GB200", "point"))]
+    styles = {chip: twin.line_style(f"{chip} chips, N b_w / (S W_chip)", color, 2, dash)
+              for chip, _, color, dash in FLOOR_CHIPS}
+    styles |= {"step": twin.line_style(f"the lecture's {memory_data.LECTURE['step_ms']:g} ms step",
+                                       COLORS["lecture"], 1.4, "1 3"),
+               "domains": twin.line_style("a catalog system's domain size", COLORS["total"], 0.8, "5 5"),
+               "point": twin.point_style("chosen S, on GB200 chips", COLORS["point"])}
+    chips = ", ".join(f"{chip} {{0.{chip}}} ms" for chip, _, _, _ in FLOOR_CHIPS)
+    templates = ["S = {size} chips reading every weight once: " + chips + " (the lecture's step: {step_ms} ms). "
+                 "Catalog systems of this size: {systems}"]
+    views = {f"{m}|{d}": floor_twin_view(m, d) for m in TWIN_MODELS for d in TWIN_DTYPES}
+    return twin.twin_data(controls, panels, styles, legend=list(styles), templates=templates, views=views)
