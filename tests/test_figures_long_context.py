@@ -72,3 +72,21 @@ def test_twin_cost_series_is_the_libraries():
 def test_static_figures_say_what_they_show(figure):
     text = alt_text(figure())
     assert re.search(r"\d", text) and len(text) > 200
+
+
+@pytest.mark.parametrize("hold", [300.0, 1e7])
+def test_cache_panel_says_whether_holding_or_recomputing_wins(explorer, hold):
+    text = explorer.update(model="llama-3.1-70b", target="hgx-h100", dtype="fp8", batch=4096, hold=hold)
+    remat = pricing.recompute_usd_per_byte("llama-3.1-70b", "hgx-h100", lc.REMAT_PROMPT, "fp8")
+    held = min(pricing.hold_costs(hold, "hgx-h100").values())
+    assert f"{1e9 * remat:,.3g} USD per GB" in text
+    # The rule's own break-even (pricing.rematerialise_after) decides which side of it the hold lies.
+    after = pricing.rematerialise_after("llama-3.1-70b", "hgx-h100", lc.REMAT_PROMPT, "fp8")
+    assert ("recomputing wins" in text) == (hold >= after) == (held >= remat)
+
+
+def test_twin_cache_bars_include_recompute():
+    view = lc.twin_view("llama-3.1-70b", "hgx-h100", "google/gemini-3.1-pro-preview", 86400.0)
+    labels = [s.get("label", "") for s in view["panels"][1]["frames"][0]]
+    assert any(label.startswith("recompute the prefill") for label in labels)
+    assert view["readout"]["constants"]["winner"] in ("holding it wins", "recomputing wins")

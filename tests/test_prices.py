@@ -57,7 +57,7 @@ def test_fast_tier_inversion():
 
 def test_deduce_lists_everything():
     kinds = [d.quantity for d in pricing.deduce("anthropic/claude-sonnet-4.5", "llama-3-70b")]
-    assert kinds == ["decode MFU", "KV bytes per token", "storage tier", "storage tier"]
+    assert kinds == ["decode MFU relative to prefill", "KV bytes per token", "storage tier", "storage tier"]
 
 
 @pytest.mark.parametrize("call, param", [

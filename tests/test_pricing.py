@@ -44,6 +44,15 @@ def test_decode_mfu_from_prices_is_input_over_output():
     (lambda: pricing.kv_bytes_from_crossover(float("nan"), 1e11, 300), "crossover_tokens"),
     (lambda: pricing.decode_mfu_from_prices(0, 10), "input_price"),
     (lambda: pricing.decode_mfu_from_prices(1, -10), "output_price"),
+    (lambda: pricing.decode_mfu_from_prices(True, 2), "input_price"),
+    (lambda: pricing.decode_mfu_from_prices(1, False), "output_price"),
+    (lambda: pricing.kv_bytes_from_crossover(2e5, True, 300), "active_params"),
+    (lambda: pricing.typed_price(0, 10), "input"),
+    (lambda: pricing.typed_price(1, 10, cache_read=-1), "cache_read"),
+    (lambda: pricing.typed_price(1, 10, step_context=200_000, step_input=2), "step_output"),
+    (lambda: pricing.typed_price(1, 10, step_context=0.5, step_input=2, step_output=1.5), "step_context"),
+    (lambda: pricing.implied_kv_bytes_lecture("openai/gpt-5", 1e11), "price"),
+    (lambda: pricing.implied_kv_bytes_lecture("google/gemini-2.5-pro", 0), "active_params"),
     (lambda: pricing.implied_decode_mfu("nope"), "price"),
     (lambda: pricing.cheapest_tier(-1), "hold_seconds"),
     (lambda: pricing.hold_costs(10, "nope"), "target"),
@@ -388,3 +397,43 @@ def test_attention_crossover_prefill_form():
     with pytest.raises(ChalkError) as info:
         pricing.attention_crossover_context("llama-3-70b", form="training")
     assert str(info.value).startswith("form")
+
+
+def test_typed_in_prices_read_like_a_catalog_entry():
+    # $3 / $15, hit $0.30, step at 128,000 tokens x2 / x1.5: MFU 3 / 15 = 0.2, hit 0.1x, and above the
+    # step $6 / $22.50. Lecture's form on an H100 SXM (r = 989.4e12 / 3.35e12 = 295.34 at BF16), 37e9
+    # active parameters in BF16 (b_w = 2): 37e9 x 2 / (295.34 x 128,000) = 1,957.4 bytes per token.
+    p = pricing.typed_price(3, 15, cache_read=0.3, step_context=128_000, step_input=2, step_output=1.5)
+    assert (p.long_context["input"], p.long_context["output"]) == (6.0, 22.5)
+    kinds = {d.quantity: d.value for d in pricing.deduce(p, target="H100-SXM", dtype="bf16", active_params=37e9)}
+    assert kinds["decode MFU relative to prefill"] == pytest.approx(0.2, rel=1e-12)
+    assert kinds["KV bytes per token, lecture's form"] == pytest.approx(37e9 * 2 / (989.4e12 / 3.35e12 * 128_000), rel=1e-9)
+    assert pricing.cache_multipliers(p) == {"cache_read": pytest.approx(0.1)}
+
+
+def test_sparse_designs_like_for_like_hand_calculation():
+    # DeepSeek-V3 shapes, 61 layers, L = 131,072. V3.2's FP8 cache: 656 B a layer; indexer keys
+    # 128 FP8 + one FP32 scale = 132 B a layer. Dense 656 x 131,072 = 85,983,232 B a layer; DSA
+    # 132 x 131,072 + 656 x 2,048 = 17,301,504 + 1,343,488 = 18,644,992: 4.6116x. NSA (BF16 cache,
+    # 1,152 B a layer) reads floor((131,072 - 32) / 16) + 1,024 + 512 = 9,726 tokens: 131,072 / 9,726.
+    L = 131_072
+    dense, dsa = (pricing.decode_attention_work("deepseek-v3", L, s, v32_fp8=True) for s in (False, "dsa"))
+    assert dense.kv_bytes == pytest.approx(61 * 656 * L, rel=1e-12)
+    assert dense.kv_bytes / dsa.kv_bytes == pytest.approx(85_983_232 / 18_644_992, rel=1e-12)
+    nsa = pricing.decode_attention_work("deepseek-v3", L, "nsa")
+    assert nsa.kv_bytes == pytest.approx(61 * 1152 * 9_726, rel=1e-12)
+    assert pricing.nsa_tokens_read(100) == 100 + 100 + 4  # capped by the context: floor(68 / 16) = 4
+    # NSA is a constant plus a term of slope 1/16: its exponent rises from 0 towards 1 through 0.5.
+    exps = [pricing.growth_exponent("deepseek-v3", x, "nsa") for x in (4096, 65536, 2**22)]
+    assert exps[0] < 0.5 < exps[1] < exps[2] < 1
+
+
+@pytest.mark.parametrize("call, param", [
+    (lambda: pricing.decode_attention_work("deepseek-v3", 10, sparse="bsa"), "sparse"),
+    (lambda: pricing.decode_attention_work("llama-3-70b", 10, v32_fp8=True), "model"),
+    (lambda: pricing.nsa_tokens_read(-1), "context"),
+])
+def test_sparse_design_bad_input(call, param):
+    with pytest.raises(ChalkError) as info:
+        call()
+    assert str(info.value).startswith(param)

@@ -128,3 +128,20 @@ def test_gemini_storage_price_is_typed_as_published():
     """Google's Gemini API pricing (ai.google.dev/gemini-api/docs/pricing, 2025-06): Gemini 2.5 Pro context
     caching storage $4.50 per 1,000,000 tokens per hour. Exact."""
     assert prices.get("google/gemini-2.5-pro").cache_storage_per_hour == pytest.approx(4.50, rel=EXACT)
+
+
+@pytest.mark.parametrize("context, speedup", [(8192, 4.0), (16384, 6.4), (32768, 9.1), (65536, 11.6)])
+def test_nsa_table4_decoding_memory_access(context, speedup):
+    """Yuan et al. 2025 (Native Sparse Attention, arXiv 2502.11089) Table 4: memory access per decode
+    step in equivalent tokens, full attention over NSA, "expected speedup" 4x, 6.4x, 9.1x, 11.6x at 8K
+    to 64K (NSA reads (L - 32)/16 compressed, 16 x 64 selected and 512 window tokens: 2,048 at 8K,
+    5,632 at 64K). Printed to two or three figures, 9.1 for 32,768 / 3,582 = 9.15: 1%."""
+    assert context / pricing.nsa_tokens_read(context) == pytest.approx(speedup, rel=0.01)
+
+
+def test_v32_fp8_cache_is_656_bytes_per_layer():
+    """FlashMLA README (github.com/deepseek-ai/FlashMLA, 2025-09-29): in the "FP8 with scale" format
+    DeepSeek-V3.2's sparse decode reads, "each token's KV cache is 656 Bytes": 512 FP8 values, 4 FP32
+    scales and 64 BF16 RoPE values, per layer. Exact."""
+    m = models.get("deepseek-v3")
+    assert pricing.v32_fp8_cache_bytes_per_token(m) / m.n_attention_layers == pytest.approx(656, rel=EXACT)

@@ -35,7 +35,7 @@ import numpy as np
 import sympy as sp
 
 from . import calculator, catalog, operator, roofline
-from .catalog import models, operators, prices, systems, tiers
+from .catalog import hardware, models, operators, prices, systems, tiers
 from .catalog.quoted import USD_PER_CHIP_HOUR
 from .errors import ChalkError, non_negative, positive, positive_int
 from .notation import C, F, F_att, L, L_star, N_act, T_hold, W, b_kv, b_w, eta_c, f_att, p_hold, p_in, p_out, r
@@ -142,18 +142,60 @@ def _model(model):
 
 def implied_decode_mfu(price) -> Deduction:
     price = _price(price)
-    return Deduction("decode MFU", decode_mfu_from_prices(price.input, price.output), decode_mfu_expr,
-                     {"p_in": price.input, "p_out": price.output})
+    return Deduction("decode MFU relative to prefill", decode_mfu_from_prices(price.input, price.output),
+                     decode_mfu_expr, {"p_in": price.input, "p_out": price.output})
+
+
+def _step(price):
+    if not price.long_context:
+        raise ChalkError(f"price: {price.name} has no long-context price step to read")
+    return price.long_context["above_tokens"]
+
+
+def typed_price(input, output, *, cache_read=None, cache_write_5m=None, cache_write_1h=None,
+                step_context=None, step_input=None, step_output=None) -> prices.Price:
+    """A price entry from numbers typed in rather than read from the catalog: USD per million tokens
+    for input, output and each cache price given, and a long-context step as the context it starts
+    above with its input and output multipliers (all three, or none)."""
+    positive("input", input)
+    positive("output", output)
+    cached = {key: float(positive(key, value)) for key, value in
+              (("cache_read", cache_read), ("cache_write_5m", cache_write_5m), ("cache_write_1h", cache_write_1h))
+              if value is not None}
+    step = {"step_context": step_context, "step_input": step_input, "step_output": step_output}
+    long_context = None
+    if any(v is not None for v in step.values()):
+        missing = [k for k, v in step.items() if v is None]
+        if missing:
+            raise ChalkError(f"{missing[0]}: a price step needs its context and both multipliers "
+                             "(step_context, step_input, step_output)")
+        long_context = {"above_tokens": positive_int("step_context", step_context),
+                        "input": float(input) * float(positive("step_input", step_input)),
+                        "output": float(output) * float(positive("step_output", step_output))}
+    return prices.Price(name="typed-in", provider="typed-in", model="prices", input=float(input),
+                        output=float(output), source="typed in", as_of="", long_context=long_context, **cached)
+
+
+def implied_kv_bytes_lecture(price, active_params, target="H100-SXM", dtype="fp8") -> Deduction:
+    """b_kv = N_act b_w / (r L*) read off ``price``'s step in the lecture's form: a guessed number of
+    active parameters, r = F/W of ``target``'s chip at BF16, weights in ``dtype`` (b_w bytes, the
+    matmuls at 2/b_w times the BF16 rate) and attention FLOPs neglected."""
+    price = _price(price)
+    step = _step(price)
+    hw = systems.system_or_chip(target, param="target")
+    chip = hw.chip if isinstance(hw, systems.System) else hw
+    ratio, b = chip.intensity("bf16"), hardware.bytes_per_weight(dtype)
+    value = kv_bytes_from_crossover(step, active_params, ratio, bytes_per_weight=b)
+    return Deduction("KV bytes per token, lecture's form", value, kv_bytes_lecture_convention.subs(f_att, 0),
+                     {"N_act": float(active_params), "b_w": b, "r": ratio, "L*": step})
 
 
 def implied_kv_bytes_per_token(price, model, target="H100-SXM", dtype="bf16", kv_bytes_per_element=2) -> Deduction:
     """b_kv implied by ``price``'s long-context step for ``model`` served on ``target`` in ``dtype``,
     counting the model's own attention FLOPs per cached token at the chip's BF16 rate."""
     price, model = _price(price), _model(model)
-    if not price.long_context:
-        raise ChalkError(f"price: {price.name} has no long-context price step to read")
+    step = _step(price)
     hw = systems.system_or_chip(target, param="target")
-    step = price.long_context["above_tokens"]
     rep = roofline.replica(hw.chip if isinstance(hw, systems.System) else hw, model, dtype,
                            hw.count if isinstance(hw, systems.System) else 1, kv_bytes_per_element)
     n_act, _, _, _, flops, bw, f, f_rate, *_ = rep.params()
@@ -181,10 +223,14 @@ def implied_cache_tier(hold_seconds: float, target="H100-SXM") -> Deduction:
     return Deduction("storage tier", tier.drain_time, drain_time, {"T_hold": hold_seconds, "tier": tier.display})
 
 
-def deduce(price, model=None, target="H100-SXM", dtype="bf16") -> list[Deduction]:
-    """Everything this module reads off one price entry."""
+def deduce(price, model=None, target="H100-SXM", dtype="bf16", active_params=None) -> list[Deduction]:
+    """Everything this module reads off one price entry (a catalog name or ``typed_price``): the
+    decode MFU; with a step, the KV bytes per token in the lecture's form for ``active_params``
+    and from ``model``'s own shapes; the storage tier behind each cache write's hold."""
     price = _price(price)
     out = [implied_decode_mfu(price)]
+    if price.long_context and active_params is not None:
+        out.append(implied_kv_bytes_lecture(price, active_params, target, dtype))
     if price.long_context and model is not None:
         out.append(implied_kv_bytes_per_token(price, model, target, dtype))
     out += [implied_cache_tier(hold, target) for key, hold in CACHE_HOLDS.items()
@@ -301,35 +347,89 @@ class AttentionWork:
     """bytes of KV cache (and indexer keys) the token reads"""
 
 
-def decode_attention_work(model, context, sparse=False, kv_bytes_per_element=2) -> AttentionWork:
-    """Attention FLOPs and KV bytes of one decode token at ``context`` cached tokens.
+FP8_SCALE_BLOCK = 128
+"""Elements sharing one FP32 scale in DeepSeek-V3.2's FP8 caches: the MLA latent in FlashMLA's "FP8
+with scale" format (github.com/deepseek-ai/FlashMLA README, 2025-09-29: 512 FP8 values, 4 FP32 scales,
+64 BF16 RoPE values, 656 bytes per token per layer) and the indexer keys (DeepSeek-V3.2-Exp
+inference/model.py: ``k_cache`` in FP8, ``k_scale_cache`` one FP32 per block of 128)."""
+_FP32, _BF16 = hardware.BYTES_PER_ELEMENT["fp32"], hardware.BYTES_PER_ELEMENT["bf16"]
 
-    Dense: f_att and b_kv per cached token (sliding windows counted exactly). Sparse (DeepSeek
-    Sparse Attention): an FP8 indexer scores every cached token in every attention layer
-    (2 x heads x width FLOPs, width x key bytes read), then the model's own attention runs on the
-    top k only. Modelled for models whose attention layers are all global."""
+
+def v32_fp8_cache_bytes_per_token(model) -> float:
+    """Bytes per cached token, all attention layers, of an MLA cache stored as DeepSeek-V3.2 stores
+    it for its sparse decode: the latent in FP8 with one FP32 scale per ``FP8_SCALE_BLOCK`` elements,
+    the RoPE key kept in BF16 (656 bytes a layer for DeepSeek-V3's shapes)."""
+    model = _model(model)
+    if not model.mla:
+        raise ChalkError(f"model: the V3.2 FP8 cache format is an MLA format; {model.display} is {model.attention_kind}")
+    latent, rope = model.mla["kv_lora_rank"], model.mla["rope_head_dim"]
+    return model.n_attention_layers * (latent + latent / FP8_SCALE_BLOCK * _FP32 + rope * _BF16)
+
+
+SPARSE_DESIGNS = (False, "dsa", "nsa")
+"""Decode attention designs ``decode_attention_work`` models: dense, DeepSeek Sparse Attention
+(V3.2; ``True`` names it too) and Native Sparse Attention."""
+
+NSA = {"compress_block": 32, "compress_stride": 16, "select_block": 64, "select_blocks": 16, "window": 512,
+       "source": "https://arxiv.org/abs/2502.11089", "as_of": "2025-02-16"}
+"""Native Sparse Attention's published hyperparameters (Yuan et al. 2025, section 4.1): compression
+blocks of l = 32 tokens at stride d = 16, n = 16 selected blocks of l' = 64 tokens, a window of
+w = 512 tokens. (Kept here until ``data/quoted.toml`` carries them beside DSA's.)"""
+
+
+def nsa_tokens_read(context) -> float:
+    """Tokens' worth of keys and values one NSA decode step reads at ``context`` cached tokens: at
+    most floor((L - l)/d) compressed tokens, n l' selected ones and w in the window, each capped by
+    the context (Yuan et al. 2025, section 5.2: compression grows with L at a slope 1/d)."""
+    L_ = float(non_negative("context", context))
+    compressed = max(math.floor((L_ - NSA["compress_block"]) / NSA["compress_stride"]), 0)
+    return compressed + min(L_, NSA["select_block"] * NSA["select_blocks"]) + min(L_, NSA["window"])
+
+
+def decode_attention_work(model, context, sparse=False, kv_bytes_per_element=2, v32_fp8=False) -> AttentionWork:
+    """Attention FLOPs and KV bytes of one decode token at ``context`` cached tokens, for a design in
+    ``SPARSE_DESIGNS``.
+
+    Dense: f_att and b_kv per cached token (sliding windows counted exactly). DSA (DeepSeek Sparse
+    Attention): an FP8 indexer scores every cached token in every attention layer (2 x heads x width
+    FLOPs, its keys read), then the model's own attention runs on the top k only. NSA: attention
+    runs on ``nsa_tokens_read`` tokens' worth of the cache (compressed, selected and windowed keys
+    read at the model's b_kv each, the selection scored on the compressed branch). Sparse designs are
+    modelled for models whose attention layers are all global. ``v32_fp8`` stores the cache as
+    DeepSeek-V3.2 does (``v32_fp8_cache_bytes_per_token``) and counts the indexer keys' FP32 scales:
+    like for like, dense and sparse, instead of ``kv_bytes_per_element`` everywhere."""
     model = _model(model)
     L_ = float(non_negative("context", context))
-    if not sparse:
+    design = "dsa" if sparse is True else sparse
+    if design not in SPARSE_DESIGNS:
+        raise ChalkError(f"sparse must be one of {SPARSE_DESIGNS} (True for 'dsa'), got {sparse!r}")
+    per_token = v32_fp8_cache_bytes_per_token(model) if v32_fp8 else model.kv_bytes_per_token(kv_bytes_per_element)
+    if not design:
+        windowed = model.kv_bytes(L_, kv_bytes_per_element) - model.kv_bytes_per_token(kv_bytes_per_element) * L_
         return AttentionWork(model.attention_flops_per_cached_token() * L_ + model.attention_flops_windowed(L_),
-                             float(model.kv_bytes(L_, kv_bytes_per_element)))
+                             float(per_token * L_ + windowed))
     if model.sliding_window:
         raise ChalkError(f"model: sparse attention is modelled on global attention layers only; "
                          f"{model.display} has sliding-window layers")
+    if design == "nsa":
+        read = nsa_tokens_read(L_)
+        return AttentionWork(model.attention_flops_per_cached_token() * read, per_token * read)
     q = sparse_attention_config()
     layers, attended = model.n_attention_layers, min(L_, q["index_top_k"])
+    key_bytes = q["index_head_dim"] * q["index_key_bytes"]
+    if v32_fp8:
+        key_bytes += q["index_head_dim"] / FP8_SCALE_BLOCK * _FP32
     index_flops = 2 * q["index_heads"] * q["index_head_dim"] * layers * L_
-    index_bytes = q["index_head_dim"] * q["index_key_bytes"] * layers * L_
     return AttentionWork(index_flops + model.attention_flops_per_cached_token() * attended,
-                         index_bytes + model.kv_bytes_per_token(kv_bytes_per_element) * attended)
+                         key_bytes * layers * L_ + per_token * attended)
 
 
-def growth_exponent(model, context, sparse=False, quantity="kv_bytes") -> float:
+def growth_exponent(model, context, sparse=False, quantity="kv_bytes", v32_fp8=False) -> float:
     """d ln(work) / d ln(L) between ``context`` and twice it: 1 for a term linear in L, 0.5 for sqrt(L)."""
     positive("context", context)
     if quantity not in ("kv_bytes", "flops"):
         raise ChalkError(f"quantity must be 'kv_bytes' or 'flops', got {quantity!r}")
-    low, high = (getattr(decode_attention_work(model, x, sparse), quantity) for x in (context, 2 * context))
+    low, high = (getattr(decode_attention_work(model, x, sparse, v32_fp8=v32_fp8), quantity) for x in (context, 2 * context))
     return math.log2(high / low)
 
 
@@ -478,9 +578,7 @@ def tier_costs(price, model, target, batch, dtype="fp8", usd_per_chip_hour=USD_P
     step to ``model``'s maximum context. Evenly spread is an assumption: a mix that favours short
     contexts lowers the first tier's mean."""
     price, model = _price(price), _model(model)
-    if not price.long_context:
-        raise ChalkError(f"price: {price.name} has no long-context price step to read")
-    step, top = float(price.long_context["above_tokens"]), float(model.max_context or 0)
+    step, top = float(_step(price)), float(model.max_context or 0)
     if top <= step:
         raise ChalkError(f"model: {model.display}'s maximum context ({top:,.0f} tokens) does not reach past "
                          f"{price.name}'s step at {step:,.0f}; choose a model published for longer contexts")

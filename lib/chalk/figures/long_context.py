@@ -29,6 +29,12 @@ TIER_STYLES = ("-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (
 TIER_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 """One dash pattern and marker per tier, so that the tiers stay apart without colour."""
 TIER_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#555555")
+REMAT_PROMPT = 32_768
+# The envelope and the recompute level need dashes of their own: solid and "--" are taken by the
+# cost curves and the first tiers, and a reader without colour must still tell them apart.
+ENVELOPE = dict(color="black", lw=3, alpha=0.25, ls=(0, (8, 2)))
+REMAT = dict(color=COLORS["remat"], lw=1.4, ls=(0, (6, 2, 1, 2, 1, 2)))
+"""Prompt whose prefill the cache panels price as the alternative to holding its cache."""
 
 
 def _short(name: str) -> str:
@@ -164,9 +170,9 @@ def draw_tiers(ax, target, usd_per_chip_hour=USD_PER_CHIP_HOUR, remat=None):
         ax.plot(HOLDS, 1e9 * costs[t.name], color=TIER_COLORS[i % 7], ls=TIER_STYLES[i % 7], marker=TIER_MARKERS[i % 7],
                 markevery=10, ms=4, lw=1.1, label=_short(t.display))
     envelope = np.min(np.vstack(list(costs.values())), axis=0)
-    ax.plot(HOLDS, 1e9 * envelope, color="black", lw=3, alpha=0.25, label="cheapest tier")
+    ax.plot(HOLDS, 1e9 * envelope, **ENVELOPE, label="cheapest tier")
     if remat is not None:
-        ax.axhline(1e9 * remat, color=COLORS["remat"], lw=1.4, ls="--", label="recompute the prefill")
+        ax.axhline(1e9 * remat, **REMAT, label="recompute the prefill")
     _, switches = pricing.tier_envelope(target, usd_per_chip_hour)
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -175,7 +181,7 @@ def draw_tiers(ax, target, usd_per_chip_hour=USD_PER_CHIP_HOUR, remat=None):
     return held, switches
 
 
-def tier_figure(target="hgx-h100", model="llama-3.1-70b", prompt=32768, dtype="fp8",
+def tier_figure(target="hgx-h100", model="llama-3.1-70b", prompt=REMAT_PROMPT, dtype="fp8",
                 usd_per_chip_hour=USD_PER_CHIP_HOUR, width=7.0, height=4.0):
     remat = pricing.recompute_usd_per_byte(model, target, prompt, dtype, usd_per_chip_hour)
     fig, (ax,) = new_figure(width, height)
@@ -227,20 +233,22 @@ class LongContextFigure:
             self.kink = a.plot([], [], color=COLORS["kink"], ls="-.", lw=1, label="kink")[0]
             self.tier_lines = [self.ax_tier.plot([], [], color=TIER_COLORS[i], ls=TIER_STYLES[i], marker=TIER_MARKERS[i],
                                                  markevery=10, ms=4, lw=1.1)[0] for i in range(7)]
-            self.envelope = self.ax_tier.plot([], [], color="black", lw=3, alpha=0.25, label="cheapest tier")[0]
+            self.envelope = self.ax_tier.plot([], [], **ENVELOPE, label="cheapest tier")[0]
+            self.remat = self.ax_tier.plot([], [], **REMAT, label=f"recompute a {REMAT_PROMPT:,}-token prefill")[0]
             self.here = self.ax_tier.plot([], [], "o", ms=9, color=COLORS["kink"], mec="black", zorder=5,
                                           label="chosen hold time", clip_on=False)[0]
             self.fig.legend(handles=[self.compute, self.memory, self.cost, self.prefill, self.step_in, self.step_out,
-                                     self.kink, self.envelope, self.here], loc="lower center", ncol=5, frameon=False)
+                                     self.kink, self.envelope, self.remat, self.here], loc="lower center", ncol=5,
+                            frameon=False)
             self.tier_legend = None
             self.note = self.fig.text(0.5, 0.6, "", ha="center", va="center", fontsize=11, color="#b00")
         self.layers = Layers(self.fig, [self.compute, self.memory, self.cost, self.prefill, self.step_in, self.step_out,
                                         self.kink,
-                                        *self.tier_lines, self.envelope, self.note],
+                                        *self.tier_lines, self.envelope, self.remat, self.note],
                              [self.here], [self.ax_cost.yaxis, self.ax_tier.yaxis])
         self._view, self._ylim = None, None
 
-    def draw(self, view, c: Curves, price, held, costs, hold, hold_cost):
+    def draw(self, view, c: Curves, price, held, costs, hold, hold_cost, remat):
         if view != self._view:
             self._view = view
             self.note.set_text("")
@@ -268,6 +276,7 @@ class LongContextFigure:
                     line.set_data(HOLDS, 1e9 * costs[t.name])
                     line.set_label(_short(t.display))
             self.envelope.set_data(HOLDS, 1e9 * np.min(np.vstack(list(costs.values())), axis=0))
+            self.remat.set_data(HOLDS[[0, -1]], [1e9 * remat] * 2)
             if self.tier_legend is not None:
                 self.layers.view.remove(self.tier_legend)
                 self.tier_legend.remove()
@@ -276,7 +285,7 @@ class LongContextFigure:
                                                        frameon=True, loc="upper left")
             self.layers.view.append(self.tier_legend)
             ylim_cost = (10 ** np.floor(np.log10(low)), 10 ** np.ceil(np.log10(top)))
-            all_costs = np.concatenate([1e9 * v for v in costs.values()])
+            all_costs = np.concatenate([1e9 * v for v in costs.values()] + [[1e9 * remat]])
             ylim_tier = (10 ** np.floor(np.log10(all_costs.min())), 10 ** np.ceil(np.log10(all_costs.max())))
             self._ylim = (ylim_cost, ylim_tier)
             self.ax_cost.set_ylim(*ylim_cost)
@@ -287,7 +296,7 @@ class LongContextFigure:
         self._view = ("message", text)
         for a in (self.compute, self.memory, self.cost, self.prefill, self.step_in, self.step_out, self.kink,
                   *self.tier_lines,
-                  self.envelope, self.here):
+                  self.envelope, self.remat, self.here):
             a.set_data([], [])
         self.note.set_text(text)
 
@@ -300,6 +309,15 @@ def _curves(model, target, dtype, batch) -> Curves:
     return curves(model, target, dtype, batch)
 
 
+@lru_cache(maxsize=128)
+def _remat(model, target, dtype) -> float:
+    return pricing.recompute_usd_per_byte(model, target, REMAT_PROMPT, dtype)
+
+
+def _winner(cost: float, remat: float) -> str:
+    return "holding it wins" if cost < remat else "recomputing wins"
+
+
 @lru_cache(maxsize=16)
 def _tier_costs(target):
     held = tiers.tiers_with_hbm(target)
@@ -307,7 +325,7 @@ def _tier_costs(target):
     return held, costs
 
 
-def readout(model, target, dtype, batch, price, hold, c: Curves, tier, cost) -> str:
+def readout(model, target, dtype, batch, price, hold, c: Curves, tier, cost, remat) -> str:
     p = prices.get(price)
     to_in, to_out = p.long_context_multipliers
     step = p.long_context["above_tokens"]
@@ -322,7 +340,9 @@ def readout(model, target, dtype, batch, price, hold, c: Curves, tier, cost) -> 
             f"their short-context costs. {html.escape(p.model)} steps at {step:,} tokens{beyond} by x{to_in:g} "
             f"(input) and x{to_out:g} (output).<br>A cache held {explorer.number(hold)} s: "
             f"cheapest in <b>{html.escape(tier.display)}</b>, {1e9 * cost:,.3g} USD per GB "
-            "(capacity rent + one read back; power and hosts left out).")
+            f"(capacity rent + one read back; the link back to the GPUs, their wait and the write, power and hosts "
+            f"left out); recomputing a {REMAT_PROMPT:,}-token prefill costs {1e9 * remat:,.3g} USD per GB of its "
+            f"cache: <b>{_winner(cost, remat)}</b>.")
 
 
 SESSION = [
@@ -358,8 +378,9 @@ class Explorer(explorer.Explorer):
         held, costs = _tier_costs(target)
         tier = pricing.cheapest_tier(hold, target)
         cost = pricing.hold_costs(hold, target)[tier.name]
-        self.figure.draw((model, target, dtype, batch, price), c, prices.get(price), held, costs, hold, cost)
-        return readout(model, target, dtype, batch, price, hold, c, tier, cost)
+        remat = _remat(model, target, dtype)
+        self.figure.draw((model, target, dtype, batch, price), c, prices.get(price), held, costs, hold, cost, remat)
+        return readout(model, target, dtype, batch, price, hold, c, tier, cost, remat)
 
 
 # --- static twin ------------------------------------------------------------------------------
@@ -375,26 +396,30 @@ TEMPLATES = ["L = {context} tokens: an output token costs {0.cost} times its cos
              "{0.compute}, memory {0.memory}), an input token {0.prefill} times (prefill); {price}'s list: "
              "x{0.output} (output), x{0.input} (input), stepping above {step} tokens. Decode kink at {kink} tokens; "
              "the model's maximum context {top} tokens (– beyond it). "
-             "A cache held {hold}: cheapest in {tier}, {tier_cost} USD per GB."]
+             "A cache held {hold}: cheapest in {tier}, {tier_cost} USD per GB; recomputing a {remat_prompt}-token "
+             "prefill, {remat} USD per GB: {winner}."]
 
 
-def _bars(target, hold) -> list:
-    """The cache panel as bars: each tier's cost at ``hold`` on a log scale, the cheapest marked."""
-    costs = pricing.hold_costs(hold, target)
-    held = tiers.tiers_with_hbm(target)
-    logs = {t.name: np.log10(1e9 * costs[t.name]) for t in held}
+def _bars(model, target, hold) -> list:
+    """The cache panel as bars: each tier's cost at ``hold`` and the cost of recomputing the prefill
+    instead, on a log scale, the cheapest marked."""
+    costs = {t.name: pricing.hold_costs(hold, target)[t.name] for t in tiers.tiers_with_hbm(target)}
+    labels = {t.name: _short(t.display)[:26] for t in tiers.tiers_with_hbm(target)}
+    costs["remat"], labels["remat"] = _remat(model, target, TWIN_DTYPE), "recompute the prefill"
+    logs = {name: np.log10(1e9 * cost) for name, cost in costs.items()}
     low, high = np.floor(min(logs.values())), np.ceil(max(logs.values()))
     best = min(costs, key=costs.get)
-    row = (PANEL_H - 54) / len(held)
+    row = (PANEL_H - 54) / len(costs)
     shapes = [twin.text(10, 32, f"USD per GB held {hold:g} s and read back (log scale, 1e{low:.0f} to 1e{high:.0f})",
                         size=10)]
-    for i, t in enumerate(held):
+    for i, name in enumerate(costs):
         y = 42 + i * row
-        w = 20 + (PANEL_W - 190) * (logs[t.name] - low) / max(high - low, 1)
-        shapes.append(twin.text(150, y + row * 0.6, _short(t.display)[:26], anchor="end", size=9))
-        shapes.append(twin.rect(155, round(y), round(w), round(row * 0.75), "#1b7837" if t.name == best else "#9aa7b8",
-                                label=f"{_short(t.display)}: {1e9 * costs[t.name]:.3g} USD per GB"))
-        shapes.append(twin.text(160 + w, y + row * 0.6, f"{1e9 * costs[t.name]:.2g}" + (" (cheapest)" if t.name == best else ""),
+        w = 20 + (PANEL_W - 190) * (logs[name] - low) / max(high - low, 1)
+        color = "#1b7837" if name == best else COLORS["remat"] if name == "remat" else "#9aa7b8"
+        shapes.append(twin.text(150, y + row * 0.6, labels[name], anchor="end", size=9))
+        shapes.append(twin.rect(155, round(y), round(w), round(row * 0.75), color,
+                                label=f"{labels[name]}: {1e9 * costs[name]:.3g} USD per GB"))
+        shapes.append(twin.text(160 + w, y + row * 0.6, f"{1e9 * costs[name]:.2g}" + (" (cheapest)" if name == best else ""),
                                 size=9))
     return shapes
 
@@ -407,6 +432,7 @@ def twin_view(model, target, price, hold) -> dict:
     to_in, to_out = p.long_context_multipliers
     tier = pricing.cheapest_tier(hold, target)
     cost = pricing.hold_costs(hold, target)[tier.name]
+    remat = _remat(model, target, TWIN_DTYPE)
     series = {key: twin.rounded(rel[key]) for key in ("compute", "memory", "cost", "prefill")}
     series |= {"input": twin.rounded(np.where(CONTEXTS > step, to_in, 1.0)),
                "output": twin.rounded(np.where(CONTEXTS > step, to_out, 1.0))}
@@ -417,12 +443,13 @@ def twin_view(model, target, price, hold) -> dict:
     return {"panels": [{"ylim": [float(10 ** np.floor(np.log10(low))), float(10 ** np.ceil(np.log10(top)))],
                         "series": series,
                         **({"vlines": [{"x": float(kink), "style": "kink"}]} if np.isfinite(kink) else {})},
-                       {"frames": [_bars(target, hold)]}],
+                       {"frames": [_bars(model, target, hold)]}],
             "readout": {"pick": [0] * stops, "values": {},
                         "constants": {"kink": f"{kink:,.0f}" if np.isfinite(kink) else "none in range",
                                       "top": f"{c.top:,.0f}", "price": p.model, "step": f"{step:,}",
                                       "hold": dict(TWIN_HOLDS)[hold], "tier": _short(tier.display),
-                                      "tier_cost": f"{1e9 * cost:.3g}"}}}
+                                      "tier_cost": f"{1e9 * cost:.3g}", "remat_prompt": f"{REMAT_PROMPT:,}",
+                                      "remat": f"{1e9 * remat:.3g}", "winner": _winner(cost, remat)}}}
 
 
 def twin_data() -> dict:

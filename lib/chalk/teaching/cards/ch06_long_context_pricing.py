@@ -31,7 +31,8 @@ def _switches():
 
 
 def _sparse(context=131072):
-    dense, sparse = (pricing.decode_attention_work("deepseek-v3", context, s) for s in (False, True))
+    """Full MLA's reads over DSA's, both on the FP8 cache DeepSeek-V3.2 stores (like for like)."""
+    dense, sparse = (pricing.decode_attention_work("deepseek-v3", context, s, v32_fp8=True) for s in (False, "dsa"))
     return dense.kv_bytes / sparse.kv_bytes
 
 
@@ -90,7 +91,7 @@ VALUES: dict[str, Callable[[], str]] = {
     "lc_cross_llama": lambda: f"{pricing.attention_crossover_context('llama-3.1-70b', 'H100-SXM', 'fp8') / 1e3:,.0f}",
     "lc_cross_ds": lambda: f"{pricing.attention_crossover_context('deepseek-v3', 'H800', 'fp8') / 1e3:,.1f}",
     "lc_sparse_ratio": lambda: f"{_sparse():.1f}",
-    "lc_sparse_exp": lambda: f"{pricing.growth_exponent('deepseek-v3', 131072, sparse=True):.2f}",
+    "lc_sparse_exp": lambda: f"{pricing.growth_exponent('deepseek-v3', 131072, 'dsa', v32_fp8=True):.2f}",
     "lc_dsa_k": lambda: f"{pricing.sparse_attention_config()['index_top_k']:,.0f}",
     "lc_ddr_switch": lambda: f"{_switches()[1].hold_seconds:.0f}",
     "lc_disk_switch": lambda: f"{_switches()[2].hold_seconds / 3600:.1f}",
