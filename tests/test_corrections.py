@@ -41,7 +41,8 @@ def test_every_entry_names_a_planned_chapter_and_has_a_claim():
 def test_chapter_one_boxes_are_computed_not_pending():
     ids = {c.id for c in corrections.for_chapter("01_batching")}
     assert {"dropped-constants", "deepseek-sparsity", "ratio-not-stable", "drain-not-floor",
-            "speculative-decoding"} <= ids
+            "speculative-decoding", "attention-in-decode", "weights-every-batch", "slow-mode",
+            "gemini-scale"} <= ids
     assert not any(corrections.get(i).pending for i in ids)
 
 
@@ -74,6 +75,73 @@ def test_latency_floor_is_the_weight_read_on_a_rack():
     # 671e9 one-byte FP8 weights read at 72 x 8 TB/s.
     floor_ms = 671e9 / (72 * 8e12) * 1e3
     assert any(n == pytest.approx(floor_ms, rel=0.03) for n in numbers(text))
+
+
+def test_lone_token_floor_is_the_alltoall_latency():
+    values = numbers(statement("drain-not-floor"))
+    # A lone token reads its 37.55e9 active parameters (chalk's count from DeepSeek-V3's config; the
+    # report says 37 B) at 72 x 8 TB/s: 0.0652 ms.
+    lone_ms = 37.55e9 / (72 * 8e12) * 1e3
+    assert any(n == pytest.approx(lone_ms, rel=0.01) for n in values)
+    # DeepEP's published low-latency timings at EP 64, 128 and 256 (docs/legacy.md, 128 tokens of
+    # hidden 7,168, top 8): dispatches of 128 x 8 x (7,168 + 4 x 7,168/128) = 7.569e6 B in 173, 192,
+    # 194 us (mean 186.33), combines of 128 x 8 x 7,168 x 2 = 14.680e6 B in 314, 369, 360 us (mean
+    # 347.67). The line through both means costs 186.33 - 7.569e6 x (347.67 - 186.33) / 7.111e6
+    # = 14.59 us per call; 58 MoE layers of one dispatch and one combine: 1.693 ms a step,
+    # 26 times the lone token's read.
+    calls_ms = 58 * 2 * (186.33 - 7.569e6 * (347.67 - 186.33) / (14.680e6 - 7.569e6)) * 1e-3
+    assert any(n == pytest.approx(calls_ms, rel=0.03) for n in values)
+    assert any(n == pytest.approx(calls_ms / lone_ms, abs=0.5) for n in values)
+
+
+# DeepSeek-V3 in BF16 on an H100 SXM, by hand. The chip: 989.4 TFLOP/s dense BF16 and 3.35 TB/s
+# (NVIDIA's H100 datasheet), r = 295.34; the H200: the same FLOP/s at 4.8 TB/s, r = 206.1. The model,
+# from its published config.json (61 layers, 128 heads, kv_lora_rank 512, qk_rope_head_dim 64): a
+# BF16 cache of 61 x (512 + 64) x 2 = 70,272 B per token; absorbed MLA does 2 x 128 x (2 x 512 + 64)
+# FLOPs per layer per cached token, 61 x 278,528 = 16.99e6; 671.03e9 parameters, 37.55e9 active
+# (chalk's counts from that config; the report rounds them to 671 B and 37 B).
+H100_R, H200_R, V3_BKV, V3_FATT, V3_NTOT, V3_NACT = 989.4 / 3.35, 989.4 / 4.8, 70_272, 61 * 278_528, 671.03e9, 37.55e9
+
+
+def test_attention_in_decode_old_and_new_balance_context_rounded_as_the_chapter():
+    text = statement("attention-in-decode")
+    old = 2 * V3_NACT / (H100_R * V3_BKV)              # 3,619 tokens, attention FLOPs left out
+    new = 2 * V3_NACT / (H100_R * V3_BKV - V3_FATT)    # 19,952 tokens with them
+    assert old == pytest.approx(3_619, rel=1e-3) and new == pytest.approx(19_952, rel=2e-3)
+    # The chapter calls the figure fragile and prints three significant digits: "20,000", "3,620".
+    for value in (new, old):
+        assert f"{float(f'{value:.3g}'):,.0f}" in text
+    assert not {3619, 19952} & set(numbers(text)), "printed to more digits than the model supports"
+    # On an H200, r b_kv = 206.1 x 70,272 = 14.5e6 < 16.99e6: no L* at all.
+    assert H200_R * V3_BKV < V3_FATT and "no $L^\\star$" in text
+
+
+def test_weights_every_batch_shares_and_the_b1_cost_ratio():
+    values = numbers(statement("weights-every-batch"))
+    # 1 - (1 - 8/256)^B of the routed experts: 3.1% at 1, 63.8% at 32, 95.8% at 100.
+    for batch in (1, 32, 100):
+        assert round(100 * (1 - (1 - 8 / 256) ** batch)) in values
+    # A lone token costs r b_w / 2 = 295 times its compute-bound cost in BF16, not B* = r b_w s / 2
+    # = 295.34 x 671.03 / 37.55 = 5,278.
+    assert round(H100_R) in values
+    assert any(n == pytest.approx(H100_R * V3_NTOT / V3_NACT, rel=1e-3) for n in values)
+
+
+def test_slow_mode_lists_the_published_discounts():
+    text = statement("slow-mode")
+    # Anthropic's and OpenAI's batch APIs, and DeepSeek-V3's off-peak window, each 50% off
+    # (tests/test_slow_tiers.py checks the catalog against the published pages).
+    assert text.count("50% off") == 3
+    assert "Anthropic" in text and "OpenAI" in text and "DeepSeek" in text
+
+
+def test_gemini_scale_like_for_like():
+    values = numbers(statement("gemini-scale"))
+    # The lecture: 2,000 x 64 = 128,000 tokens/s per replica, Gemini 1,000 of them. DeepSeek's
+    # overview: 608e9 input and 168e9 output tokens in a day, 3.62 input per output token, so
+    # Gemini's output is 1,000 / 4.62 = 216 replicas.
+    assert 128_000 in values and 608 / 168 == pytest.approx(3.619, rel=1e-3)
+    assert any(n == pytest.approx(1000 / (1 + 608 / 168), abs=0.5) for n in values)
 
 
 def test_gemini_step_doubles_input_and_adds_half_to_output():

@@ -15,6 +15,7 @@ Text is Markdown with ``$...$`` math; it becomes HTML with MathJax's ``\\(...\\)
 both the website and JupyterLab typeset.
 """
 import html
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -57,6 +58,15 @@ class Correction:
 
 
 # --- numbers the statements quote ------------------------------------------------------------
+def sig(x: float, digits: int = 2) -> str:
+    """``x`` rounded to ``digits`` significant digits, thousands grouped: how Chapter 1 prints a
+    bound's figures (two digits; three for L*), shared by its notebook, its cards and this page."""
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    rounded = float(f"{x:.{digits}g}")
+    return f"{rounded:,.0f}" if abs(rounded) >= 10 ** (digits - 1) else f"{rounded:.{digits}g}"
+
+
 def _bf16_ratios() -> dict[str, float]:
     """F/W in BF16 of every catalog chip that has a BF16 rate."""
     return {n: c.intensity("bf16") for n, c in hardware.catalog_chips().items() if "bf16" in c.dtypes}
@@ -105,17 +115,24 @@ def _ratio_not_stable() -> str:
 
 
 def _drain_not_floor() -> str:
+    from .. import moe
     drains = {n: c.drain_time for n, c in hardware.catalog_chips().items()}
     (low_name, low), (high_name, high) = _extremes(drains)
     chips = hardware.get("GB200").scale_up_domain
-    rep = roofline.replica("GB200", "deepseek-v3", "fp8", chips)
+    v3 = models.get("deepseek-v3")
+    rep = roofline.replica("GB200", v3, "fp8", chips)
     every, one = (float(roofline.numeric[t](1, 0, *rep.params(0))) for t in ("t_weights_all", "t_weights"))
+    calls = moe.layer_times(v3, "gb200-nvl72", 1, "fp8", links="measured").fixed * v3.n_moe_layers
     return (f"The drain time $C/W$ runs from {1e3 * low:.0f} ms ({low_name}) to {1e3 * high:.0f} ms "
             f"({high_name}) across the catalog; it is the length of a step that reads a full HBM. The floor "
             f"is the weight read alone: $N_\\text{{tot}}b_w/W$ = {1e3 * every:.2f} ms for DeepSeek-V3 in FP8 "
             f"on {chips} GB200s once a batch touches every expert, and {1e3 * one:.3f} ms for a lone token that "
             f"reads only its own experts (weights spread perfectly over the chips), against the lecture's "
-            f"{LECTURE['step_ms']:.0f} ms.")
+            f"{LECTURE['step_ms']:.0f} ms. Spread over chips, an MoE also waits for each layer's all-to-all: "
+            f"at the fixed cost per call DeepSeek's kernels were measured at, the dispatch and combine of "
+            f"{v3.n_moe_layers} MoE layers take {1e3 * calls:.1f} ms per step whatever their tokens, "
+            f"{calls / one:.0f} times the lone token's read: for a mixture of experts spread over many chips, "
+            "latency sets the floor, not bandwidth.")
 
 
 def _gemini_step() -> str:
@@ -155,16 +172,21 @@ def _sparse_attention() -> str:
     from .. import pricing
     q = pricing.sparse_attention_config()
     model, long = models.get("deepseek-v3"), 131072
-    dense, sparse = (pricing.decode_attention_work(model, long, s) for s in (False, True))
-    exponents = {L: pricing.growth_exponent(model, L, True) for L in (8192, long)}
+    dense, sparse = (pricing.decode_attention_work(model, long, s, v32_fp8=True) for s in (False, "dsa"))
+    exponents = {L: pricing.growth_exponent(model, L, "dsa", v32_fp8=True) for L in (8192, long)}
+    layer = pricing.v32_fp8_cache_bytes_per_token(model) / model.n_attention_layers
+    nsa = {L: pricing.growth_exponent(model, L, "nsa") for L in (8192, long)}
     return (f"DeepSeek's sparse attention (DeepSeek-V3.2) scores every cached token with a small FP8 "
             f"indexer ({q['index_heads']:.0f} heads of {q['index_head_dim']:.0f}) and runs MLA on the top "
-            f"{q['index_top_k']:,.0f} tokens only. With {model.display}'s shapes, a new token at "
-            f"{long:,} tokens of context reads {dense.kv_bytes / sparse.kv_bytes:.1f}× fewer KV bytes than full "
-            "MLA, but the indexer still touches every cached token: doubling the context multiplies the "
-            f"reads by $2^{{{exponents[8192]:.2f}}}$ from {8192:,} tokens and by $2^{{{exponents[long]:.2f}}}$ "
-            f"from {long:,}. The term is a constant plus a linear one with a smaller slope, tending to "
-            "$L$, not $\\sqrt{L}$ (exponent 0.5), which it resembles only in passing.")
+            f"{q['index_top_k']:,.0f} tokens only. On the FP8 cache V3.2 stores ({layer:.0f} bytes per token "
+            f"per layer, scales included, for both), a new token at {long:,} tokens of context reads "
+            f"{dense.kv_bytes / sparse.kv_bytes:.1f}× fewer bytes than full MLA, but the indexer still touches "
+            f"every cached token: doubling the context multiplies the reads by $2^{{{exponents[8192]:.2f}}}$ from "
+            f"{8192:,} tokens and by $2^{{{exponents[long]:.2f}}}$ from {long:,}. The term is a constant plus a "
+            "linear one with a smaller slope, tending to $L$, not $\\sqrt{L}$ (exponent 0.5), which it resembles "
+            "only in passing. Native Sparse Attention's block selection behaves the same way: compressed blocks "
+            f"at a fixed stride grow as $L$ (exponents {nsa[8192]:.2f} and {nsa[long]:.2f}); only block sizes "
+            "that grew as $\\sqrt{L}$ would make the reads $\\sqrt{L}$.")
 
 
 def _quadratic_attention() -> str:
@@ -201,30 +223,43 @@ def _transcript_slips() -> str:
 def _scale_up_out() -> str:
     from .. import moe
     from ..catalog import layouts
-    ratios = {s.name: s.scale_up_to_out for s in systems.catalog_systems().values()}
-    (low_name, low), (high_name, high) = _extremes(ratios)
+    (low_name, low), (high_name, high) = _extremes(moe.boundary_ratios())
+    slices = [s for s in systems.catalog_systems().values() if moe.is_slice(s)]
     nvl72 = systems.get("gb200-nvl72")
     v3 = layouts.get("deepseek-v3")
-    tokens, chips = 4096, 64
+    left_out = "; ".join(f"`{s.name}`, {s.scale_up_to_out:.0f}×, is left out: it is a slice of a scale-up "
+                         f"domain of {s.chip.scale_up_domain:,} chips" for s in slices)
+    return (f"Scale-up over scale-out bandwidth per chip, both counted per direction, from the catalog: "
+            f"{nvl72.scale_up_to_out:.0f}× on a {nvl72.display}, and from {low:.0f}× (`{low_name}`) to "
+            f"{high:.0f}× (`{high_name}`) across the catalog's systems that are whole scale-up domains"
+            + (f" ({left_out}, and traffic leaving it stays on the scale-up links, for a TPU v5p cube ICI "
+               "through optical circuit switches, rather than the data-centre network)" if slices else "")
+            + f"; DeepSeek measured {v3['nvlink_GBps'] / v3['ib_GBps']:.1f}× on its H800s "
+            f"({v3['nvlink_GBps']:.0f} GB/s of NVLink against {v3['ib_GBps']:.0f} of InfiniBand). Vendors print "
+            "NVLink both ways and network cards one way, which is how a ratio comes out twice too large.")
+
+
+def _rack_taxes_experts() -> str:
+    from .. import moe
+    nvl72 = systems.get("gb200-nvl72")
+    chips = int(moe.LECTURE["expert_chips"])
+    tokens_per_chip = 64   # one decode step, as in the chapter
 
     def slowdown(dedup):
+        tokens = tokens_per_chip * chips
         one = moe.layer_times("deepseek-v3", nvl72, tokens, "fp8", chips=chips, dedup=dedup).communication
         two = moe.layer_times("deepseek-v3", nvl72, 2 * tokens, "fp8", domains=2, chips=chips, dedup=dedup)
         return two.communication / one
 
-    return (f"Scale-up over scale-out bandwidth per chip, both counted per direction, from the catalog: "
-            f"{nvl72.scale_up_to_out:.0f}× on a {nvl72.display}, and from {low:.0f}× (`{low_name}`) to "
-            f"{high:.0f}× (`{high_name}`) across the catalog's systems; DeepSeek measured "
-            f"{v3['nvlink_GBps'] / v3['ib_GBps']:.1f}× on its H800s ({v3['nvlink_GBps']:.0f} GB/s of NVLink "
-            f"against {v3['ib_GBps']:.0f} of InfiniBand). Vendors print NVLink both ways and network cards one way, "
-            "which is how a ratio comes out twice too large. Spread over two racks, a share of a chip's expert "
-            f"traffic crosses the slower link: with {chips} GPUs of each rack holding DeepSeek-V3's experts and "
-            f"each rack keeping its own batch, the all-to-all takes {slowdown(False):.1f} times as long as inside "
-            f"one when every expert choice is sent on its own (DeepEP's low-latency kernels), "
-            f"{slowdown(True):.1f} times when a token crosses once per rack and is fanned out there (its normal "
-            "kernels). A second domain taxes expert parallelism, by $\\rho$ times the bytes that cross over the "
-            "bytes sent inside one rack; it does not forbid it: DeepSeek runs expert parallelism over many "
-            "8-GPU boxes.")
+    boxes, h800 = max(d.nodes for d in moe.deployments()), systems.get("hgx-h800")
+    return (f"A second domain taxes an expert layer; it does not bound it. With {chips} GPUs of each of two "
+            f"{nvl72.display.split(' (')[0]} racks holding DeepSeek-V3's experts and each rack keeping "
+            f"{tokens_per_chip} tokens per GPU, the all-to-all takes {slowdown(False):.1f} times as long as inside "
+            f"one when every expert choice is sent on its own (DeepEP's low-latency kernels), {slowdown(True):.1f} "
+            "times when a token crosses once per rack and is fanned out there (its normal kernels): about "
+            "$\\rho$ times the share of the bytes that cross. Where $\\rho$ is small the tax is worth paying: "
+            f"DeepSeek's own deployments spread its experts over up to {boxes} {h800.count}-GPU H800 boxes, "
+            "with node-limited routing.")
 
 
 def _nvl_counts_dies() -> str:
@@ -238,7 +273,7 @@ def _nvl_counts_dies() -> str:
             f"{ultra.packages / blackwell.packages:.0f}× in packages, the unit Hopper and Blackwell count as a "
             f"GPU. Its HBM grows more, from {blackwell.hbm / 1e12:.1f} TB to {ultra.hbm / 1e12:.0f} TB "
             f"({ultra.hbm / blackwell.hbm:.1f}×), room for {ultra.max_total_params('fp8') / 1e12:.0f} T "
-            "parameters in FP8 with a tenth of it kept free.")
+            f"parameters in FP8 with {roofline.HEADROOM:.0%} of it kept free.")
 
 
 def _attention_in_decode() -> str:
@@ -252,10 +287,12 @@ def _attention_in_decode() -> str:
             f"with absorbed projections as its kernels do, that is {f / 1e6:.0f} MFLOP per cached token against "
             f"{kv / 1e3:.0f} kB read, {f / kv:.0f} FLOP per byte (Llama 3 70B's grouped-query attention: "
             f"{llama.attention_flops_per_cached_token() / llama.kv_bytes_per_token(2):.0f}). With these FLOPs "
-            f"$L^\\star = 2N_\\text{{act}}/(r\\,b_\\text{{kv}} - f_\\text{{att}})$: {rep.balance_context():,.0f} "
-            f"tokens on an H100 in BF16, not {without:,.0f}, and on an H200 "
+            f"$L^\\star = 2N_\\text{{act}}/(r\\,b_\\text{{kv}} - f_\\text{{att}})$: about {sig(rep.balance_context(), 3)} "
+            f"tokens on an H100 in BF16, not {sig(without, 3)}, and on an H200 "
             f"({hardware.get('H200').intensity('bf16'):.0f} FLOP/B) there is no $L^\\star$ at all. MLA trades "
-            "bytes for FLOPs: its long-context decode is limited by compute as much as by reading the cache.")
+            "bytes for FLOPs: its long-context decode is limited by compute as much as by reading the cache. "
+            "The figure is fragile: $r\\,b_\\text{kv} - f_\\text{att}$ subtracts two close numbers, so a few "
+            "percent on either moves $L^\\star$ a lot.")
 
 
 def _weights_every_batch() -> str:
@@ -377,18 +414,23 @@ def _hop_latency() -> str:
     one_link = payload / rack.chip.scale_out_bandwidth
     low, high = (stages * (memory.hop_time(_HOP_MODEL, rack, batch, f * 1e-6)) for f in fixed)
     squeezed = stages * (fixed[1] * 1e-6 + one_link)
-    return (f"Published figures put a hop at tens of microseconds, as lower bounds: NCCL's own cost model (a model, "
-            f"not a measurement) charges {fixed[0]:.0f} to {fixed[1]:.0f} µs per network step before any payload, "
-            f"and DeepEP measured {ep['dispatch_us'][0]:.0f} to {ep['dispatch_us'][-1]:.0f} µs for a whole expert "
-            f"all-to-all of {ep['tokens']:.0f} tokens over InfiniBand, payload included ([DeepSeek-AI, 2025]"
-            f"({_REFERENCES})). Both are transfers the GPU starts itself; a send the host schedules adds its "
-            "launch and scheduling. A stage boundary carries $B\\,d_\\text{model}\\,b_\\text{act}$ bytes: for "
-            f"{mdl.display} at its balance batch of {batch:,} sequences at {_HOP_CONTEXT:,} tokens, "
+    return (f"Published figures put a hop's fixed part at tens of microseconds: NCCL's own cost model (a model, not "
+            f"a measurement) charges {fixed[0]:.0f} to {fixed[1]:.0f} µs per network step before any payload "
+            f"([NVIDIA, 2024]({_REFERENCES})), and DeepEP measured {ep['dispatch_us'][0]:.0f} to "
+            f"{ep['dispatch_us'][-1]:.0f} µs for a whole expert all-to-all of {ep['tokens']:.0f} tokens over "
+            f"InfiniBand, payload included ([DeepSeek-AI, 2025]({_REFERENCES})). Both are transfers the GPU starts "
+            "itself, so both are lower bounds. A stage boundary carries $B\\,d_\\text{model}\\,b_\\text{act}$ bytes: "
+            f"for {mdl.display} at its balance batch of {batch:,} sequences at {_HOP_CONTEXT:,} tokens, "
             f"{payload / 1e6:.0f} MB, which the {rack.count} network links of a {rack.display.split(' (')[0]} "
-            f"rack send in {1e6 * spread:.0f} µs. Over {stages} stages the hops then add {1e3 * low:.2f} to "
-            f"{1e3 * high:.2f} ms per token, not {lecture['added_ms']:.0f} ms; only a micro-batch squeezed through a single "
-            f"{rack.chip.scale_out_bandwidth / 1e9:.0f} GB/s link ({1e3 * squeezed:.1f} ms over {stages} hops) comes near "
-            "the lecture's figure.")
+            f"rack send in {1e6 * spread:.0f} µs. Over {stages} stages the hops then add at least {1e3 * low:.2f} to "
+            f"{1e3 * high:.2f} ms per token. That is a floor, not a refutation of the lecture's "
+            f"{lecture['added_ms']:.0f} ms: these figures do not exclude milliseconds for sends that the host "
+            "schedules (a launch, a scheduler's turn, a synchronisation per step), which none of them measures. "
+            f"What DeepEP's measurement does bound is the network's part: its dispatches and combines, payload "
+            f"included, took at most {max(*ep['dispatch_us'], *ep['combine_us']) / 1e3:.2f} ms each. Milliseconds "
+            "would have to come from the "
+            "host, or from a micro-batch squeezed through a single "
+            f"{rack.chip.scale_out_bandwidth / 1e9:.0f} GB/s link ({1e3 * squeezed:.1f} ms over {stages} hops).")
 
 
 def _kv_after_two_stages() -> str:
@@ -529,6 +571,9 @@ REGISTRY: tuple[Correction, ...] = (
                "Hyperscalers spend about 50% of their capital expenditure on memory.", _memory_capex),
     Correction("scale-up-out", "02_moe_racks", "Scale-up against scale-out bandwidth",
                "Scale-out is about eight times slower than scale-up.", _scale_up_out),
+    Correction("rack-taxes-experts", "02_moe_racks", "A second rack taxes an expert layer; it does not bound it",
+               "Across two racks about half the tokens cross the slow network, which becomes the bottleneck: "
+               "one rack bounds the size of an expert layer.", _rack_taxes_experts),
     Correction("nvl-counts-dies", "02_moe_racks", "Rubin's \"500-something\" GPUs",
                "Scale-up domains grow from Hopper's 8 GPUs to Blackwell's 72 to Rubin's \"500-something\", "
                "partly by counting differently and partly a genuine 4×.", _nvl_counts_dies),
