@@ -144,12 +144,80 @@ def test_written_answers_are_collected_and_merged_back_into_a_new_folder(batch):
 
 @pytest.mark.parametrize("points, message", [
     (["", "2"], "lines 2 have no points"),
-    (["3", "2"], "points must be between 0 and 2, got '3'"),
+    (["3", "2"], r"points must be between 0 and 2 \(the part's max_points in the batch\), got '3'"),
     (["x", "2"], "points must be a number, got 'x'"),
 ])
 def test_merge_refuses_marks_it_cannot_use(batch, points, message):
     with pytest.raises(ChalkError, match=message):
         gradebook.merge(fill(batch, points))
+
+
+def write_sheet(path, rows):
+    with path.open("w", newline="") as f:
+        out = csv.DictWriter(f, fieldnames=gradebook.MANUAL_FIELDS)
+        out.writeheader()
+        out.writerows(rows)
+    return path
+
+
+WRITTEN_C = {"exercise": "c", "part": "written", "text": "It reads the cache.", "max_points": 1.0}
+
+
+@pytest.fixture
+def lee(tmp_path):
+    """One notebook with two written parts of different maxima (b: 2, c: 1) and a note (a: 0)."""
+    b = Batch([row("lee.ipynb", (RIGHT, WRONG, WRONG), {"student": "lee"}, [WRITTEN, WRITTEN_C, NOTE])], TITLES)
+    b.folder = gradebook.write(b, gradebook.new_folder(tmp_path / "week2", tmp_path))
+    return b.folder / "manual.csv"
+
+
+def test_a_sorted_sheet_gives_each_part_its_own_points(lee):
+    rows = read(lee)
+    for r in rows:
+        r["points"] = {"b": "1.5", "c": "1", "a": ""}[r["exercise"]]
+    rows.sort(key=lambda r: r["exercise"], reverse=True)  # c, b, a: the sheet sorted in a spreadsheet
+    merged = gradebook.merge(write_sheet(lee, rows))
+    [grades] = read(merged.folder / "grades.csv")
+    # a right (1 of 1), b and c wrong (0 of 2, 0 of 1); written b 1.5 of 2 and c 1 of 1: 3.5 of 7
+    assert (grades["score"], grades["maximum"]) == ("3.5", "7")
+    text = (merged.folder / "feedback" / "lee.ipynb.md").read_text()
+    assert "| marked | `b` (written) | 1.5 of 2 |" in text and "| marked | `c` (written) | 1 of 1 |" in text
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"exercise": "a", "max_points": "1", "points": "1"}, "max_points is 0 in the batch, the sheet says '1'"),
+    ({"exercise": "c", "max_points": "3", "points": "3"}, "max_points is 1 in the batch, the sheet says '3'"),
+    ({"exercise": "c", "max_points": "", "points": "3"}, r"between 0 and 1 \(the part's max_points in the batch\)"),
+    ({"exercise": "c", "part": "written 2", "points": "1"}, "no written part 'written 2' of exercise 'c' in 'lee.ipynb'"),
+])
+def test_merge_takes_the_maximum_from_the_batch_not_the_sheet(lee, change, message):
+    rows = read(lee)
+    for r in rows:
+        r["points"] = "0" if r["exercise"] != "a" else ""
+    target = next(r for r in rows if r["exercise"] == change["exercise"])
+    target.update(change)
+    with pytest.raises(ChalkError, match=message):
+        gradebook.merge(write_sheet(lee, rows))
+
+
+def test_a_part_marked_twice_is_refused(lee):
+    rows = read(lee)
+    for r in rows:
+        r["points"] = "0"
+    with pytest.raises(ChalkError, match="is marked already on line 2"):
+        gradebook.merge(write_sheet(lee, rows + rows[:1]))
+
+
+def test_a_second_part_of_one_kind_gets_its_own_name():
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("## First: `a`"),
+        nbformat.v4.new_markdown_cell("I was unsure."), nbformat.v4.new_markdown_cell("Still unsure."),
+        nbformat.v4.new_markdown_cell("Why?\n\n*Your answer here.*", metadata={"tags": ["free-text"]}),
+        nbformat.v4.new_markdown_cell("How?\n\nBecause.", metadata={"tags": ["free-text"], "chalk": {"points": 2}})])
+    key = grading.Key({"a": None}, {"a": "First"}, {"## First: `a`"}, ["Why?", "How?"])
+    assert [(w["exercise"], w["part"], w["text"], w["max_points"]) for w in grading.written_parts(nb, key)] == [
+        ("a", "note", "I was unsure.", 0.0), ("a", "note 2", "Still unsure.", 0.0),
+        ("a", "written", "", 1.0), ("a", "written 2", "Because.", 2.0)]
 
 
 def test_a_folder_that_holds_grades_is_never_reused(tmp_path):

@@ -13,6 +13,7 @@ import csv
 import hashlib
 import json
 import math
+import shutil
 
 import nbformat
 import pytest
@@ -114,6 +115,18 @@ get_ipython().events.register("pre_run_cell", forge)
 """
 """A hook that reads the extraction cell's marker and prints a forged record with it."""
 NOTE = "I think the answer is not 8 because s counts parameters, not experts."
+WRITE_KEY = """\
+import json, os, sys
+from pathlib import Path
+rel = Path("lib/chalk/teaching/problems/ch{chapter}.py")
+starts = {{"cwd": os.getcwd(), "PWD": os.environ.get("PWD", ""), "executable": sys.executable}}
+found = {{k: [str(d / rel) for d in (Path(v), *Path(v).parents) if (d / rel).is_file()] for k, v in starts.items() if v}}
+for path in sum(found.values(), []):
+    open(path, "a").write("# a submission was here\\n")
+Path({report!r}).write_text(json.dumps(found))
+"""
+"""A submission that walks up from the working folder, $PWD and the kernel's Python to the
+repository's plain key and appends to it what it finds, then reports what it found."""
 
 
 def jupyterlab_save(nb, folder):
@@ -226,9 +239,11 @@ def short_batch(tmp_path_factory, main_batch):
     nbformat.write(tiny_notebook(f"{IDS[0]} = {right!r}", "while True: pass", f"{IDS[1]} = 1.0"),
                    folder / "loop.ipynb")
     nbformat.write(tiny_notebook(FORGE, "x = 1"), folder / "forge.ipynb")
+    report = tmp_path_factory.mktemp("report") / "found.json"
+    nbformat.write(tiny_notebook(WRITE_KEY.format(chapter=CHAPTER, report=str(report))), folder / "walk.ipynb")
     out = tmp_path_factory.mktemp("short-grades") / "batch"
     assert grading.main([str(folder), "--out", str(out), "--timeout", "10"]) == 0
-    return read_csv(out / "grades.csv")
+    return {**read_csv(out / "grades.csv"), "report": json.loads(report.read_text())}
 
 
 def feedback_of(main_batch, name):
@@ -310,7 +325,7 @@ def test_key_material_readers_are_flagged_and_get_nothing(main_batch):
     assert chalk.teaching.exercises.judge.__module__ == "chalk.teaching.exercises"
     eve = main_batch["rows"][f"eve/{CHAPTER}.ipynb"]
     flags = " ".join(eve.flags)
-    assert "imports the instructor's answer keys" in flags and "reads the answer key" in flags
+    assert "imports or opens the instructor's answer keys" in flags and "reads the answer key" in flags
     assert eve.results[IDS[2]].status == WRONG  # the string "right", judged as an answer
     assert all(r.status == UNANSWERED for i, r in eve.results.items() if i != IDS[2])
     row = main_batch["csv"][f"eve/{CHAPTER}.ipynb"]
@@ -326,10 +341,21 @@ def test_a_search_against_the_check_finds_the_answer_and_is_flagged(main_batch):
 
 def test_a_note_the_student_added_is_collected_for_reading(main_batch):
     alice = main_batch["rows"][f"alice/smithalice_1001_5007_{CHAPTER}-1.ipynb"]
-    assert alice.written == [{"exercise": IDS[0], "part": "note", "text": NOTE, "max_points": 0.0}]
+    assert [w for w in alice.written if w["part"] == "note"] == \
+        [{"exercise": IDS[0], "part": "note", "text": NOTE, "max_points": 0.0}]
     assert NOTE in (main_batch["out"] / "written.md").read_text()
     manual = list(csv.DictReader((main_batch["out"] / "manual.csv").open()))
-    assert [(m["file"], m["exercise"], m["text"]) for m in manual] == [(alice.file, IDS[0], NOTE)]
+    assert [(m["file"], m["exercise"], m["text"]) for m in manual if m["part"] == "note"] == [(alice.file, IDS[0], NOTE)]
+
+
+def test_the_written_answer_of_every_submission_is_collected_for_marking(main_batch):
+    # Chapter 1's one written answer, under sparsity_k16, worth the default 1 point: the model
+    # answer in the instructor's edition (alice), the placeholder left blank in the student's (carol).
+    manual = {m["file"]: m for m in csv.DictReader((main_batch["out"] / "manual.csv").open()) if m["part"] == "written"}
+    alice, carol = manual[f"alice/smithalice_1001_5007_{CHAPTER}-1.ipynb"], manual[f"carol/{CHAPTER}.ipynb"]
+    assert (alice["exercise"], alice["max_points"]) == ("sparsity_k16", "1") and "counts parameters" in alice["text"]
+    assert (carol["exercise"], carol["max_points"], carol["text"]) == ("sparsity_k16", "1", "")
+    assert main_batch["csv"][f"carol/{CHAPTER}.ipynb"]["written_to_mark"] == "1"
 
 
 def test_exports_for_canvas_and_gradescope(main_batch):
@@ -368,6 +394,26 @@ def test_time_limit_keeps_answers_given_before_it(short_batch):
     loop = short_batch["loop.ipynb"]
     assert loop["status"].startswith("timeout")
     assert float(loop["score"]) == POINTS[IDS[0]] and float(loop[IDS[0]]) == POINTS[IDS[0]]
+
+
+def test_the_kernel_finds_no_way_from_its_folder_or_python_to_the_key(short_batch):
+    assert short_batch["report"] == {"cwd": [], "executable": []}  # and no PWD at all
+    flags = short_batch["walk.ipynb"]["flags"]
+    assert "opens the instructor's answer keys" in flags and "looks for the repository's files" in flags
+
+
+def test_a_batch_in_which_the_key_changes_fails_loudly(tmp_path, monkeypatch):
+    key = tmp_path / "key"  # a copy stands in for the repository's key, which no test may write
+    shutil.copytree(grading.KEY_FOLDER, key, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(grading, "KEY_FOLDER", key)
+    target = key / f"ch{CHAPTER}.py"
+    (tmp_path / "in").mkdir()
+    nbformat.write(tiny_notebook(f"open({str(target)!r}, 'a').write('# rewritten')"), tmp_path / "in" / "w.ipynb")
+    with pytest.raises(grading.GradingError, match=rf"key changed while the batch ran \(ch{CHAPTER}.py in .*\), "
+                                                   r"while w.ipynb ran"):
+        grading.grade(tmp_path / "in", tmp_path / "out", timeout=60, workers=1)
+    row = read_csv(tmp_path / "out" / "grades.csv")["w.ipynb"]  # the grades are written first
+    assert "key files changed while this notebook ran" in row["flags"]
 
 
 def test_a_forged_answer_record_is_not_believed(short_batch):

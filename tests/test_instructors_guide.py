@@ -4,8 +4,10 @@ assign, publish, grade, merge the hand-marked points, clean up, export the decks
 The commands run in a scratch folder that holds the Makefile and a link to .venv, so their
 outputs (``_build/``) stay out of the repository while other tests read it. Sample submissions
 sit where the guide tells instructors to put them: the instructor's own problem set (every answer
-right) and a blank student edition with a sentence the student added. Between grading and merging,
-the test does what the guide asks the instructor to do: it fills in the points of manual.csv.
+right, the model answer as its written answer) and a student edition with no number answered, a
+sentence in its written answer (Chapter 1's, under ``sparsity_k16``) and a note the student added.
+Between grading and merging, the test does what the guide asks the instructor to do: it fills in
+the points of manual.csv.
 """
 import csv
 import os
@@ -18,15 +20,17 @@ import pytest
 
 from chalk.teaching.edition import student_problem_set
 from chalk.teaching.exercises import problem_set
+from chalk.teaching.student import FREE_TEXT, PLACEHOLDER
 from conftest import ROOT
 
 GUIDE = ROOT / "book" / "instructors.md"
 BLOCK = re.compile(r"^```bash\n(.*?)^```", re.M | re.S)
 SOURCE = ROOT / "exercises" / "01_batching.ipynb"
 TOTAL = sum(ex.points for ex in problem_set("01_batching").values())
-NOTE = "The answer is not 8 because the sparsity counts parameters, not experts."
+WRITTEN = "Doubling k adds only routed experts to the active parameters, so s falls by less than half."
+NOTE = "I was unsure which experts count as active."
 GIVEN = 0.5
-"""The points the test gives ben's sentence when it marks manual.csv."""
+"""The points the test gives each written answer (ada's and ben's, worth 1 each) when it marks manual.csv."""
 
 
 def commands():
@@ -40,11 +44,13 @@ def files(folder):
 
 
 def mark(manual):
-    """Give every answer in ``manual`` GIVEN points, as an instructor does in a spreadsheet."""
+    """Give every written answer in ``manual`` GIVEN points, as an instructor does in a
+    spreadsheet; the notes students added are worth nothing and are left blank."""
     with manual.open(newline="") as f:
         rows = list(csv.DictReader(f))
     for r in rows:
-        r["max_points"], r["points"], r["comment"] = "1", str(GIVEN), "half right"
+        if r["part"] == "written":
+            r["points"], r["comment"] = str(GIVEN), "half right"
     with manual.open("w", newline="") as f:
         out = csv.DictWriter(f, fieldnames=list(rows[0]))
         out.writeheader()
@@ -65,6 +71,8 @@ def scratch(tmp_path_factory):
     week.mkdir(parents=True)
     nbformat.write(nbformat.read(SOURCE, as_version=4), week / "ada.ipynb")
     ben = student_problem_set(SOURCE)
+    written = next(c for c in ben.cells if FREE_TEXT in c.metadata.get("tags", []))
+    written.source = written.source.replace(PLACEHOLDER, WRITTEN)
     heading = next(i for i, c in enumerate(ben.cells) if c.cell_type == "markdown" and c.source.startswith("## "))
     ben.cells.insert(heading + 2, nbformat.v4.new_markdown_cell(NOTE))
     nbformat.write(ben, week / "ben.ipynb")
@@ -135,16 +143,24 @@ def test_grade_writes_scores_feedback_and_exports(ran):
     batch = ran[0] / "_build" / "grades" / "week1"
     assert "0 of" in (batch / "feedback" / "ben.ipynb.md").read_text()
     assert {"canvas.csv", "gradescope.csv", "roster.csv", "written.md", "manual.csv"} <= set(os.listdir(batch))
-    assert NOTE in (batch / "written.md").read_text()
+    written = (batch / "written.md").read_text()
+    assert WRITTEN in written and NOTE in written
+    with (batch / "manual.csv").open(newline="") as f:
+        parts = {(r["file"], r["exercise"], r["part"]): r["max_points"] for r in csv.DictReader(f)}
+    assert parts[("ben.ipynb", "sparsity_k16", "written")] == parts[("ada.ipynb", "sparsity_k16", "written")] == "1"
+    assert parts[("ben.ipynb", "sparsity_k16", "note")] == "0"
 
 
 def test_merge_adds_the_hand_given_points_into_a_new_folder(ran):
     after(ran, "make grade MANUAL=")
     rows = grades(ran, "week1-final")
+    # each written answer is worth 1: ben gets GIVEN of TOTAL + 1, ada every number and GIVEN
     assert float(rows["ben.ipynb"]["score"]) == GIVEN and float(rows["ben.ipynb"]["maximum"]) == TOTAL + 1
+    assert float(rows["ada.ipynb"]["score"]) == TOTAL + GIVEN and float(rows["ada.ipynb"]["maximum"]) == TOTAL + 1
     assert float(grades(ran, "week1")["ben.ipynb"]["score"]) == 0  # the first batch is kept as it was
     text = (ran[0] / "_build" / "grades" / "week1-final" / "feedback" / "ben.ipynb.md").read_text()
-    assert f"{GIVEN:g} of {TOTAL + 1:g} points" in text and "half right" in text
+    assert f"{GIVEN:g} of {TOTAL + 1:g} points" in text
+    assert f"| marked | `sparsity_k16` (written) | {GIVEN:g} of 1 | half right |" in text
 
 
 def test_clean_keeps_the_grades(ran):

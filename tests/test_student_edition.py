@@ -18,7 +18,7 @@ import pytest
 
 from chalk.teaching import edition, leaks, package
 from chalk.teaching.seal import known_problem_sets
-from chalk.teaching.student import BEGIN, END
+from chalk.teaching.student import BEGIN, END, FREE_TEXT, PLACEHOLDER
 from conftest import ROOT
 from test_student import solution_lines
 
@@ -68,6 +68,24 @@ def test_no_solution_text_reaches_a_student_file(built):
             assert BEGIN not in text and END not in text
             leaked = [line for line in lines if line in text]
             assert not leaked, leaked[:3]
+
+
+def test_a_written_answer_reaches_students_as_its_question_and_a_placeholder(built):
+    # Chapter 1's written part hides its markers in HTML comments, which solution_lines does not
+    # read as markers: its model answer is searched for here.
+    out, _ = built
+    name = "01_batching.ipynb"
+    [cell] = [c for c in nbformat.read(ROOT / "exercises" / name, as_version=4).cells
+              if FREE_TEXT in c.metadata.get("tags", [])]
+    question, rest = cell.source.split(f"<!-- {BEGIN} -->")
+    model, after = rest.split(f"<!-- {END} -->")
+    assert not after.strip()
+    [written] = [c for c in nbformat.read(out / "exercises" / name, as_version=4).cells
+                 if FREE_TEXT in c.metadata.get("tags", [])]
+    assert written.source == question + PLACEHOLDER
+    text = (out / "exercises" / name).read_text()
+    lines = [ln for ln in model.splitlines() if len(ln) > 12]
+    assert lines and not [ln for ln in lines if json.dumps(ln)[1:-1] in text]
 
 
 def test_student_problem_sets_keep_checks_and_name_their_chapter(built):

@@ -217,7 +217,7 @@ def feedback(row: Row, titles: dict) -> str:
     for w in row.written:
         if "points" in w:
             comment = f": {markdown_literal(w['comment'])}" if w.get("comment") else ""
-            lines.append(f"| marked | `{w['exercise']}` (written) | {_number(w['points'])} of "
+            lines.append(f"| marked | `{w['exercise']}` ({w['part']}) | {_number(w['points'])} of "
                          f"{_number(w['max_points'])} | {comment.lstrip(': ') or 'marked by hand'} |")
     return "\n".join(lines + [""])
 
@@ -312,7 +312,7 @@ def _written(batch: Batch, out: Path) -> None:
         lines += [f"## {problem_set}: `{exercise}`", ""]
         for r, w in answers:
             who = r.student.get("student") or r.file
-            kind = "written answer" if w["part"] == "written" else "note added by the student"
+            kind = "written answer" if w["part"].startswith("written") else "note added by the student"
             lines += [f"**{who}** ({r.file}, {kind}, {_number(w['max_points'])} points):", "",
                       *(f"> {ln}" for ln in (w["text"] or "(no answer)").splitlines()), ""]
     (out / "written.md").write_text("\n".join(lines), encoding="utf-8")
@@ -327,23 +327,34 @@ def _written(batch: Batch, out: Path) -> None:
 
 
 # --- merging hand-given points --------------------------------------------------------------
-def _points(text: str, row: dict, line: int, where: str) -> float | None:
+def _points(text: str, maximum: float, line: int, where: str) -> float | None:
     if not text.strip():
         return None
     try:
         value = float(text)
     except ValueError:
         raise GradebookError(f"{where} line {line}: points must be a number, got {text!r}") from None
-    maximum = float(row["max_points"] or 0)
-    # a note the student added is worth 0 unless the instructor gives it extra points
-    if value < 0 or (maximum > 0 and value > maximum):
-        raise GradebookError(f"{where} line {line}: points must be between 0 and {_number(maximum)}, got {text!r}")
+    if not 0 <= value <= maximum:
+        raise GradebookError(f"{where} line {line}: points must be between 0 and {_number(maximum)} "
+                             f"(the part's max_points in the batch), got {text!r}")
     return value
+
+
+def _number_or_none(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 def merge(manual: Path, out: Path | None = None) -> Batch:
     """Add the points of a filled ``manual.csv`` to the batch beside it; write a new folder
-    (``out``, else ``<batch>/merged-<timestamp>``) with every file recomputed."""
+    (``out``, else ``<batch>/merged-<timestamp>``) with every file recomputed.
+
+    A line gives its points to the written part it names by (file, exercise, part), wherever it
+    sits in the sheet, so a sorted or filtered sheet merges the same. The maximum is the batch's
+    (``grades.json``): a sheet that changes ``max_points`` is refused, not believed.
+    """
     manual = Path(manual)
     record = manual.parent / "grades.json"
     if not manual.is_file() or not record.is_file():
@@ -351,24 +362,30 @@ def merge(manual: Path, out: Path | None = None) -> Batch:
                              f"(it must sit beside that batch's grades.json)")
     data = json.loads(record.read_text(encoding="utf-8"))
     batch = Batch([Row.from_json(r) for r in data["rows"]], data["titles"], data["others"])
-    rows = {r.file: r for r in batch.rows}
+    parts = {(r.file, w["exercise"] or "", w["part"]): w for r in batch.rows for w in r.written}
     with manual.open(newline="", encoding="utf-8-sig") as f:
         marks = list(csv.DictReader(f))
-    missing, seen = [], {}
+    missing, merged = [], {}
     for line, m in enumerate(marks, 2):
-        row = rows.get(m.get("file", ""))
-        if row is None:
-            raise GradebookError(f"{manual} line {line}: no graded file {m.get('file')!r} in this batch")
-        n = seen[m["file"]] = seen.get(m["file"], -1) + 1
-        if n >= len(row.written):
-            raise GradebookError(f"{manual} line {line}: {m['file']} has only {len(row.written)} written part(s)")
-        w = row.written[n]
-        points = _points(m.get("points", ""), m, line, str(manual))
-        if float(m.get("max_points") or 0) > 0 and points is None:
+        name = tuple((m.get(k) or "").strip() for k in ("file", "exercise", "part"))
+        w = parts.get(name)
+        if w is None:
+            raise GradebookError(f"{manual} line {line}: this batch has no written part {name[2]!r} of exercise "
+                                 f"{name[1]!r} in {name[0]!r} (columns file, exercise and part name it)")
+        if name in merged:
+            raise GradebookError(f"{manual} line {line}: {name[0]}, {name[1]}, {name[2]} is marked already "
+                                 f"on line {merged[name]}")
+        merged[name] = line
+        sheet_max = (m.get("max_points") or "").strip()
+        if sheet_max and _number_or_none(sheet_max) != w["max_points"]:
+            raise GradebookError(f"{manual} line {line}: max_points is {_number(w['max_points'])} in the batch, "
+                                 f"the sheet says {sheet_max!r}; a part's maximum comes from the problem set "
+                                 f"(its free-text cell's points; 0 for a note), not from this sheet")
+        points = _points(m.get("points", ""), w["max_points"], line, str(manual))
+        if w["max_points"] > 0 and points is None:
             missing.append(str(line))
         if points is not None:
-            w["points"], w["max_points"] = points, float(m.get("max_points") or 0)
-            w["comment"] = (m.get("comment") or "").strip()
+            w["points"], w["comment"] = points, (m.get("comment") or "").strip()
     if missing:
         raise GradebookError(f"{manual}: lines {', '.join(missing)} have no points; give each written answer "
                              f"its points (0 included) before merging")

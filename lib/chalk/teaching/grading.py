@@ -8,20 +8,32 @@ graded, a resubmission superseded by a later one and a file that is not a notebo
 (``chalk.teaching.gradebook`` writes what comes out, into a new folder each time).
 
 A notebook runs in a fresh kernel, in its own temporary folder, against its own copy of the
-package students install (``chalk.teaching.package``: the keys sealed, none in plain form), so it
-can neither read nor overwrite the key. Each ``check`` call appends the value it was given to a
-log the grader reads (``chalk.teaching.exercises.CHECK_LOG``); after the cells (errors allowed,
-one time limit for the whole notebook) an extraction cell prints the answer variables as JSON
-between markers holding a random nonce. An exercise is graded on the value its last check was
-given, which is what the student saw judged; the variable counts when no check of it ran, and a
-later reassignment is noted. Answers checked before a kernel died keep their result. The grader
-judges with ``chalk.teaching.exercises.judge`` against the instructor's key, computed before any
-submission ran: a student who redefines ``check``, patches the library in the kernel or prints
-fake results changes nothing the grader decides. Code that reads key material is flagged.
+package students install (``chalk.teaching.package``: the keys sealed, none in plain form). The
+kernel's Python is a temporary virtual environment that sees this environment's libraries but not
+the editable install of ``chalk``, and its environment holds no variable of the grader's (no
+``PWD``; ``HOME`` and the working folder are temporary): neither an import nor the working folder,
+``PWD`` or ``sys.executable`` leads it to the instructor's plain key. It is not a security
+sandbox: the kernel runs as the instructor, so a notebook that walks from an installed library's
+file to the repository can still read the key files. Code that looks for them is flagged
+(``KEY_MATERIAL``), and the key's files are checksummed around every notebook: a batch in which
+they change fails with an error naming them (its grades, judged with the key as loaded before,
+are written first).
+
+Each ``check`` call appends the value it was given to a log the grader reads
+(``chalk.teaching.exercises.CHECK_LOG``); after the cells (errors allowed, one time limit for the
+whole notebook) an extraction cell prints the answer variables as JSON between markers holding a
+random nonce. An exercise is graded on the value its last check was given, which is what the
+student saw judged; the variable counts when no check of it ran, and a later reassignment is
+noted. Answers checked before a kernel died keep their result. The grader judges with
+``chalk.teaching.exercises.judge`` against the instructor's key, computed before any submission
+ran: a student who redefines ``check``, patches the library in the kernel or prints fake results
+changes nothing the grader decides.
 """
 import argparse
 import asyncio
 import concurrent.futures
+import hashlib
+import io
 import json
 import math
 import os
@@ -30,16 +42,22 @@ import secrets
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
+import tokenize
+import venv
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import nbformat
+from jupyter_client import AsyncKernelManager
+from jupyter_client.kernelspec import KernelSpecManager
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
 from ..errors import ChalkError
+from . import problems
 from .edition import problem_sets, student_problem_set
 from .exercises import CHECK_LOG, Exercise, Mistake, answer_text, judge, problem_set, record_value
 from .gradebook import Batch, Row, canvas_name, merge, new_folder, read_roster, student_of, write
@@ -55,16 +73,24 @@ _EXTRACT_TIMEOUT = 15
 """Seconds the extraction cell may take; it only reads variables."""
 _CHECKER = re.compile(r"""checker\(\s*["'](\w+)["']\s*\)""")
 _CHECK_CALL = re.compile(r"""\bcheck\(\s*["'](\w+)["']""")
+_LOOKS_FOR_FILES = (r"sys\.executable|sys\.prefix|sys\.path|\bPWD\b|getcwd|__file__|__path__|__spec__|"
+                    r"site-packages|\.venv\b")
 KEY_MATERIAL = (
-    (re.compile(r"chalk\.teaching\.problems|teaching\s+import\b[^\n]*\bproblems\b|\bproblems\.ch\d\d"),
-     "imports the instructor's answer keys (chalk.teaching.problems)"),
-    (re.compile(r"\bproblem_set\s*\(|\.expected\s*\(|\.verdict\s*\(|\bfrozen_key\b|\bsealed\b|SEALED_DIR|\bdigest\s*\("),
+    (re.compile(r"chalk\.teaching\.problems|teaching\s+import\b[^\n]*\bproblems\b|\bteaching\W+problems\b|"
+                r"\bproblems\W+ch\d\d"),
+     "imports or opens the instructor's answer keys (chalk.teaching.problems)"),
+    (re.compile(r"\bproblem_set\s*\(|\.expected\s*\(|\.verdict\s*\(|\bfrozen_key\b|\b_?sealed\b|\bsealed_exercises\b|"
+                r"SEALED_DIR|\bdigest\s*\(|__closure__|__globals__|\br?glob\s*\([^\n]*json"),
      "reads the answer key (expected values or the sealed table)"),
     (re.compile(r"chalk\.teaching\.grading|teaching\s+import\b[^\n]*\bgrading\b|CHALK_CHECK_LOG|_chalk_extract|chalk-answers"),
      "reaches into the grader or its record of the answers"),
+    (re.compile(rf"(?:{_LOOKS_FOR_FILES})(?=.*?\blib\b)|\blib\b(?=.*?(?:{_LOOKS_FOR_FILES}))|\blib\W+chalk\b|"
+                r"__editable__", re.S),
+     "looks for the repository's files, where the plain keys are"),
 )
-"""Patterns of code that reads key material, and what the flag says. A student who hides the
-reading from these gets nothing plain from it: the package the grader runs has no plain key."""
+"""Patterns of code (comments aside) that reads key material, and what the flag says. A student
+who hides the reading from these gets nothing plain from an import, but can still read the key's
+files by a path walked from an installed library: the key's checksums catch a change, not a read."""
 SEARCHING = 20
 """More checks of one exercise than this in a run is a search: values tried until one passes."""
 
@@ -136,6 +162,22 @@ def check_ids_unique(keys: dict) -> None:
             owner[ex_id] = chapter
 
 
+KEY_FOLDER = Path(problems.__path__[0])
+"""The instructor's plain key, ``chalk.teaching.problems``: checksummed around every notebook."""
+_KEY_CHANGED = "the instructor's key files changed while this notebook ran"
+
+
+def key_files() -> dict[str, str]:
+    """{file: SHA-256} of the files under ``KEY_FOLDER``, compiled ones aside."""
+    return {p.relative_to(KEY_FOLDER).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(KEY_FOLDER.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
+
+
+def changed(before: dict, after: dict) -> list[str]:
+    """The files written, added or removed between two ``key_files``."""
+    return sorted(f for f in before.keys() | after.keys() if before.get(f) != after.get(f))
+
+
 # --- reading a submission -----------------------------------------------------------------------
 def identify(nb, filename: str, chapters: list[str]) -> tuple[str | None, str]:
     """(chapter, how it was found): notebook metadata, else a ``checker("…")`` call, else the name."""
@@ -168,22 +210,39 @@ def _place(i: int, sections: list, key: Key) -> str:
     return f"exercise {ex} ({key.titles.get(ex, ex)})" if ex else f"the opening cells (cell {i + 1})"
 
 
+def code_of(source: str) -> str:
+    """``source`` with its comments blanked, lines kept; only whole-line comments where it does not
+    tokenize (an unclosed bracket or string)."""
+    lines = source.splitlines()
+    try:
+        comments = [t.start for t in tokenize.generate_tokens(io.StringIO(source).readline)
+                    if t.type == tokenize.COMMENT]
+    except (tokenize.TokenError, SyntaxError):
+        return "\n".join("" if ln.lstrip().startswith("#") else ln for ln in lines)
+    for row, col in comments:
+        lines[row - 1] = lines[row - 1][:col]
+    return "\n".join(lines)
+
+
 def key_material(nb, key: Key) -> list[str]:
-    """A flag for each code cell whose source reads key material (``KEY_MATERIAL``)."""
+    """A flag for each code cell whose code reads key material (``KEY_MATERIAL``)."""
     sections, flags = exercise_of_cells(nb), []
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
+        code = code_of(cell.source)
         for pattern, what in KEY_MATERIAL:
-            line = next((ln.strip() for ln in cell.source.splitlines() if pattern.search(ln)), None)
-            if line is not None:
+            if m := pattern.search(code):
+                line = code[code.rfind("\n", 0, m.start()) + 1:].split("\n", 1)[0].strip()
                 flags.append(f"{_place(i, sections, key)} {what}: `{line[:80]}`")
     return flags
 
 
 def written_parts(nb, key: Key) -> list[dict]:
-    """The written answers (cells tagged ``free-text``) and any Markdown the student added."""
-    parts = []
+    """The written answers (cells tagged ``free-text``) and any Markdown the student added; a
+    second part of one kind under one exercise is ``written 2``, ``note 2``, … so that (file,
+    exercise, part) names each one (``chalk.teaching.gradebook.merge`` matches on it)."""
+    parts, seen = [], {}
     for cell, ex in zip(nb.cells, exercise_of_cells(nb)):
         if cell.cell_type != "markdown":
             continue
@@ -191,10 +250,13 @@ def written_parts(nb, key: Key) -> list[dict]:
         if FREE_TEXT in cell.get("metadata", {}).get("tags", []):
             prompt = next((p for p in key.prompts if p and text.startswith(p)), "")
             text = text[len(prompt):].strip()
-            parts.append({"exercise": ex, "part": "written", "text": "" if text == PLACEHOLDER else text,
-                          "max_points": free_text_points(cell)})
+            kind, text, points = "written", "" if text == PLACEHOLDER else text, free_text_points(cell)
         elif text and text not in key.markdown:
-            parts.append({"exercise": ex, "part": "note", "text": text, "max_points": 0.0})
+            kind, points = "note", 0.0
+        else:
+            continue
+        n = seen[ex, kind] = seen.get((ex, kind), 0) + 1
+        parts.append({"exercise": ex, "part": kind if n == 1 else f"{kind} {n}", "text": text, "max_points": points})
     return parts
 
 
@@ -261,38 +323,69 @@ def _read_checks(log: Path) -> list[tuple[str, object]]:
     return calls
 
 
+KERNEL = "chalk-grader"
+"""The kernelspec ``kernel_spec`` writes: the kernel every submission runs in."""
+
+
+def kernel_spec(dest: Path) -> Path:
+    """Write the kernel submissions run in under ``dest``; return the folder of its kernelspec.
+
+    Its Python is a virtual environment of the base interpreter (so ``sys.executable`` is a
+    temporary path, not the repository's ``.venv``) whose one site folder names this environment's
+    library folders. Python runs the ``.pth`` files of a site folder, not of the folders they name:
+    the editable install's finder, which maps ``chalk`` to the repository's ``lib/chalk``, is never
+    loaded, and ``chalk`` is whatever ``PYTHONPATH`` puts first (``_sandbox``).
+    """
+    builder = venv.EnvBuilder(symlinks=os.name != "nt")
+    builder.create(dest / "python")
+    python = builder.ensure_directories(dest / "python").env_exe
+    paths = {"base": str(dest / "python"), "platbase": str(dest / "python")}
+    site = Path(sysconfig.get_path("purelib", "venv", vars=paths))
+    libraries = dict.fromkeys(sysconfig.get_path(p) for p in ("purelib", "platlib"))
+    (site / "chalk-grader.pth").write_text("".join(f"{d}\n" for d in libraries), encoding="utf-8")
+    spec = dest / "kernels" / KERNEL
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "chalk grader", "language": "python"}), encoding="utf-8")
+    return dest / "kernels"
+
+
 def _sandbox(tmp: Path, nb_bytes: bytes, package: Path) -> tuple[Path, dict, Path]:
     """A working folder holding the notebook, the kernel's environment and the check log.
 
-    The kernel imports a private copy of the student package (PYTHONPATH comes before the
-    editable install) and gets its own HOME, IPython and Matplotlib folders: nothing it writes
-    reaches the key, the submissions or the next kernel.
+    The kernel imports a private copy of the student package (``PYTHONPATH``) and gets none of
+    the grader's environment variables: its own HOME, temporary, IPython and Matplotlib folders,
+    no ``PWD``. Nothing it writes there reaches the key, the submissions or the next kernel.
     """
     work = tmp / "work"
     work.mkdir()
     (work / "submission.ipynb").write_bytes(nb_bytes)
     shutil.copytree(package / "chalk", tmp / "lib" / "chalk")
+    (tmp / "tmp").mkdir()
     log = tmp / "checks.jsonl"
-    env = {**os.environ, "PYTHONPATH": str(tmp / "lib"), "HOME": str(tmp / "home"),
-           "IPYTHONDIR": str(tmp / "ipython"), "MPLCONFIGDIR": str(tmp / "mpl"),
+    env = {"PATH": os.defpath, "LANG": "C.UTF-8", "PYTHONPATH": str(tmp / "lib"), "HOME": str(tmp / "home"),
+           "TMPDIR": str(tmp / "tmp"), "IPYTHONDIR": str(tmp / "ipython"), "MPLCONFIGDIR": str(tmp / "mpl"),
            "PYTHONDONTWRITEBYTECODE": "1", CHECK_LOG: str(log)}
     return work, env, log
 
 
-async def run_notebook(nb, ids: list[str], limit: float, package: Path) -> Run:
-    """Execute ``nb`` in a sandboxed fresh kernel; read its check log and the variables ``ids``."""
+async def run_notebook(nb, ids: list[str], limit: float, package: Path, kernels: Path) -> Run:
+    """Execute ``nb`` in a sandboxed fresh kernel (``kernel_spec``); read its check log and the
+    variables ``ids``."""
     run, start = Run(), time.monotonic()
     marker = f"<<chalk-answers-{secrets.token_hex(16)}>>"
     with tempfile.TemporaryDirectory(prefix="chalk-grade-") as tmp:
         work, env, log = _sandbox(Path(tmp), nbformat.writes(nb).encode(), package)
-        client = NotebookClient(nb, kernel_name="python3", allow_errors=True, timeout=math.ceil(limit),
+        km = AsyncKernelManager(kernel_name=KERNEL, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]))
+        client = NotebookClient(nb, km=km, allow_errors=True, timeout=math.ceil(limit),
                                 interrupt_on_timeout=True, record_timing=False,
                                 error_on_timeout={"ename": "Timeout", "evalue": "", "traceback": []},
                                 resources={"metadata": {"path": str(work)}})
         i = 0
         try:
             # the kernel's own log lines would bury the grader's progress; its errors are in the cells
-            async with client.async_setup_kernel(env=env, stderr=subprocess.DEVNULL):
+            async with client.async_setup_kernel(env=env, stderr=subprocess.DEVNULL, cleanup_kc=True):
                 for i, cell in enumerate(list(nb.cells)):
                     client.timeout = max(1, math.ceil(start + limit - time.monotonic()))
                     await client.async_execute_cell(cell, i)
@@ -397,7 +490,7 @@ class Submission:
     how: str = ""
 
 
-async def grade_file(sub: Submission, keys: dict, limit: float, package: Path) -> Row:
+async def grade_file(sub: Submission, keys: dict, limit: float, package: Path, kernels: Path) -> Row:
     """One submission's row; never raises."""
     if sub.problem:
         return Row(sub.file, sub.problem, student=sub.student)
@@ -416,7 +509,11 @@ async def grade_file(sub: Submission, keys: dict, limit: float, package: Path) -
     if sub.path.suffix != ".ipynb":
         row.notes.append(f"graded as a notebook although named {sub.path.name}")
     sections = nbformat.from_dict(nb)  # headings as submitted; the run appends a cell to nb
-    run = await run_notebook(nb, list(key.exercises), limit, package)
+    key_before = key_files()
+    run = await run_notebook(nb, list(key.exercises), limit, package, kernels)
+    if written := changed(key_before, key_files()):
+        row.flags.append(f"{_KEY_CHANGED} ({', '.join(written)}; "
+                         f"another notebook may have run at the same time)")
     row.status, row.seconds = _status(run, sections, key), run.seconds
     row.results, notes = judged(key, run)
     row.notes += notes
@@ -457,12 +554,13 @@ def plan(folder: Path, chapters: list[str], roster: list[dict]) -> tuple[list[Su
     return subs, others
 
 
-async def _grade_all(subs: list[Submission], keys: dict, limit: float, workers: int, package: Path) -> list[Row]:
+async def _grade_all(subs: list[Submission], keys: dict, limit: float, workers: int, package: Path,
+                     kernels: Path) -> list[Row]:
     gate = asyncio.Semaphore(workers)
 
     async def one(sub: Submission) -> Row:
         async with gate:
-            row = await grade_file(sub, keys, limit, package)
+            row = await grade_file(sub, keys, limit, package, kernels)
             print(f"{row.file}: {row.status}, {row.score:g} points ({row.seconds:.1f} s)", file=sys.stderr)
             return row
 
@@ -500,12 +598,20 @@ def grade(folder, out=None, timeout: float = DEFAULT_TIMEOUT, workers: int = 2, 
     keys = _keys(chapters)
     check_ids_unique(keys)
     subs, others = plan(folder, chapters, roster_rows)
+    key_before = key_files()
     with tempfile.TemporaryDirectory(prefix="chalk-package-") as tmp:
         package = write_tree(Path(tmp) / "package")
-        rows = _run_coroutine(_grade_all(subs, keys, timeout, workers, package))
+        kernels = kernel_spec(Path(tmp) / "kernel")
+        rows = _run_coroutine(_grade_all(subs, keys, timeout, workers, package, kernels))
     present = {r.problem_set for r in rows}
     batch = Batch(rows, {c: k.titles for c, k in keys.items() if isinstance(k, Key) and c in present}, others)
     batch.folder = write(batch, destination)
+    if written := changed(key_before, key_files()):
+        suspects = [r.file for r in rows if any(f.startswith(_KEY_CHANGED) for f in r.flags)]
+        raise GradingError(f"KEY: the instructor's key changed while the batch ran ({', '.join(written)} in "
+                           f"{KEY_FOLDER}), while {', '.join(suspects) or 'no notebook'} ran. The grades "
+                           f"in {batch.folder} were judged with the key as it was before; restore the key from "
+                           f"version control before grading again")
     return batch
 
 

@@ -7,7 +7,9 @@ variable the solution assigned last. Cells tagged ``solution`` (worked explanati
 A written answer is a Markdown cell tagged ``free-text`` under its exercise's heading; a model
 answer between the markers there becomes a placeholder for the student to replace, and the grader
 collects what students write in it for marking by hand (its points: ``{"chalk": {"points": 2}}``
-in the cell's metadata, else 1). An exercise's heading is ``## <title>: `<id>```.
+in the cell's metadata, else 1). In Markdown a marker may sit in an HTML comment,
+``<!-- ### BEGIN SOLUTION -->``, so that the instructor's site does not show it as a heading. An
+exercise's heading is ``## <title>: `<id>```.
 
     python -m chalk.teaching.student exercises/01_batching.ipynb --out _build/student/exercises
 """
@@ -24,6 +26,7 @@ FREE_TEXT = "free-text"
 PLACEHOLDER = "*Your answer here.*"
 _ASSIGN = re.compile(r"^([A-Za-z_]\w*)\s*=(?!=)")
 _HEADING = re.compile(r"^## (.+?):\s*`(\w+)`\s*$", re.M)
+_COMMENT = re.compile(r"^<!--\s*(.*?)\s*-->$")
 
 
 class SolutionMarkerError(ValueError):
@@ -54,6 +57,8 @@ def _strip_source(source: str, where: str, markdown: bool = False) -> str:
     out, block, inside = [], [], False
     for line in source.splitlines():
         stripped = line.strip()
+        if markdown and (m := _COMMENT.match(stripped)):
+            stripped = m.group(1)
         if stripped == BEGIN:
             if inside:
                 raise SolutionMarkerError(f"{where}: nested {BEGIN}")
