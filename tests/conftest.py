@@ -81,3 +81,27 @@ def chromium_browser():
         b = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
         yield b
         b.close()
+
+
+# --- focus ----------------------------------------------------------------------------------------
+FOCUS_STYLE = """el => { const s = getComputedStyle(el);
+    return {outlineStyle: s.outlineStyle, outlineWidth: parseFloat(s.outlineWidth), outlineColor: s.outlineColor,
+            boxShadow: s.boxShadow}; }"""
+MIN_RING_PX = 2
+"""The thinnest outline taken as a visible focus ring: WCAG 2.4.13 asks for a ring at least 2 CSS px thick."""
+
+
+def focus_style(element) -> dict:
+    """The computed outline and box-shadow of a Playwright locator's element, as drawn now."""
+    return element.evaluate(FOCUS_STYLE)
+
+
+def focus_ring_problem(unfocused: dict, focused: dict) -> str | None:
+    """Why an element's look when focused (``focus_style`` then) does not show the focus, against
+    its look unfocused, or None: focus must change the outline or box-shadow, and draw an outline."""
+    if focused == unfocused:
+        return f"focus changes neither its outline nor its box-shadow ({focused})"
+    transparent = focused["outlineColor"] == "transparent" or re.fullmatch(r"rgba\(.*, 0\)", focused["outlineColor"])
+    if focused["outlineStyle"] == "none" or focused["outlineWidth"] < MIN_RING_PX or transparent:
+        return f"no visible outline when focused ({focused})"
+    return None

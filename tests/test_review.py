@@ -1,13 +1,16 @@
 """The review mode: the queue logic, the widget driven by clicking its buttons, progress saved
 between sessions, and the cards the student package carries instead of the decks."""
+import html
 import json
+import re
+
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
 from chalk.errors import ChalkError
 from chalk.teaching import review
-from chalk.teaching.flashcards import load_decks, render_figure
+from chalk.teaching.flashcards import figure_alt, load_decks, render_figure
 
 DECKS = load_decks()
 CHAPTER = DECKS[0].chapter
@@ -72,15 +75,57 @@ def test_widget_buttons_drive_the_session():
     assert len(r.session.known) == n and r.flip_button.disabled and "All" in r.progress.value
 
 
-def test_widget_shows_a_cards_figure_only_on_its_back():
+def test_widget_shows_a_cards_figure_only_on_its_back_with_its_words():
     figure_card = next(c for c in ALL if c.figure)
     r = review.Review(figure_card.chapter, progress_file=None)
     while r.session.current.id != figure_card.id:
         r.session.mark(True)
     r._render()
-    assert r.figure.layout.display == "none"
+    assert r.figure.layout.display == "none" and r.figure_caption.layout.display == "none"
     r.flip_button.click()
     assert bytes(r.figure.value).startswith(b"\x89PNG") and r.figure.layout.display is None
+    # ipywidgets' Image has no alt text: a caption beside it, hidden from sight, says what it shows.
+    caption = r.figure_caption.value
+    assert r.figure_caption in r.widget.children and r.figure_caption.layout.display is None
+    assert html.escape(figure_alt(figure_card.figure)) in caption and "clip:rect(0,0,0,0)" in caption
+
+
+def focus_requests(r, monkeypatch) -> list[str]:
+    """The buttons the reviewer asks the browser to focus, in order (ipywidgets sends {"do": "focus"})."""
+    asked = []
+    for name in ("flip_button", "known_button", "again_button", "restart_button"):
+        monkeypatch.setattr(getattr(r, name), "send", lambda msg, buffers=None, name=name:
+                            asked.append(name) if msg == {"do": "focus"} else None)
+    return asked
+
+
+def test_keyboard_focus_goes_on_to_the_next_step_after_a_mark(monkeypatch):
+    """Known and Again are disabled once pressed (until the next card is turned), which would drop
+    the focus to the page: it moves to Flip, and to Start over after the last card."""
+    r = review.Review(CHAPTER, progress_file=None)
+    asked = focus_requests(r, monkeypatch)
+    r.flip_button.click()
+    assert asked == []  # Flip stays enabled and keeps the focus
+    r.again_button.click()
+    assert asked == ["flip_button"] and r.again_button.disabled and not r.flip_button.disabled
+    r.flip_button.click()
+    r.known_button.click()
+    assert asked == ["flip_button", "flip_button"]
+    while len(r.session.queue) > 1:
+        r.session.mark(True)
+    r.flip_button.click()
+    r.known_button.click()
+    assert r.session.done and asked[-1] == "restart_button" and r.flip_button.disabled
+    assert not r.restart_button.disabled
+
+
+def test_progress_line_is_a_polite_live_region():
+    r = review.Review(CHAPTER, progress_file=None)
+    n = r.session.total
+    r.flip_button.click()
+    r.again_button.click()
+    live = re.fullmatch(r'<span role="status" aria-live="polite">(.*)</span>', r.progress.value)
+    assert live and html.unescape(live.group(1)) == f"0 of {n} known · {n} to go · 1 sent round again"
 
 
 def test_progress_is_saved_and_resumed_and_start_over_forgets_it(tmp_path):
@@ -95,7 +140,7 @@ def test_progress_is_saved_and_resumed_and_start_over_forgets_it(tmp_path):
     again = review.Review(CHAPTER, progress_file=progress)  # the next session
     assert [c.id for c in again.session.known] == [first.id] and again.session.total == n
     assert first.id not in [c.id for c in again.session.queue]
-    assert again.progress.value.startswith(f"1 of {n} known")
+    assert f">1 of {n} known" in again.progress.value
     again.restart_button.click()
     assert again.session.known == [] and len(again.session.queue) == n
     assert json.loads(progress.read_text())["known"] == ["a_card_of_another_chapter"]
@@ -124,7 +169,11 @@ def test_bundle_holds_every_card_and_figure_for_the_student_package(tmp_path, mo
     monkeypatch.setattr(review, "DECK_DIR", tmp_path / "no-decks-here")
     monkeypatch.setattr(review, "BUNDLE", tmp_path / "deck")
     assert review.cards() == ALL
+    words = json.loads((tmp_path / "deck" / "figures.json").read_text())
     for card in ALL:
         if card.figure:
             assert review.figure_png(card.figure) == render_figure(card.figure)
+            assert words[card.figure] == figure_alt(card.figure)
+    monkeypatch.setattr(review, "figure_alt", lambda name: pytest.fail(f"{name}: drawn, not read from the bundle"))
+    assert all(review.figure_words(f) == words[f] for f in words)
     assert review.Review(CHAPTER, progress_file=None).session.total == len(DECKS[0].cards)

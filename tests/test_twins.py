@@ -13,7 +13,7 @@ import re
 import pytest
 
 from chalk.figures import twin
-from conftest import SHOTS
+from conftest import SHOTS, focus_ring_problem, focus_style
 
 SCRIPT_TAG = re.compile(r'<script[^>]+src="[^"]*_static/chalk-twin\.js[^"]*"')
 
@@ -85,8 +85,6 @@ def check_twin(root, name):
             assert_not_blank(root, f"{name}, {label} = {value}")
 
 
-FOCUS_RING = """el => { const s = getComputedStyle(el);
-    return (s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) > 0) || s.boxShadow !== 'none'; }"""
 WORDS = "el => Array.from(el.querySelectorAll('svg.chalk-twin-panel')).map(s => s.getAttribute('aria-label'))"
 
 
@@ -99,12 +97,13 @@ def check_keyboard(page, root, name):
     assert readout.get_attribute("aria-live") == "polite", f"{name}: the readout is not a live region"
     titles = [p["title"] for p in data["panels"]]
     controls = root.locator("select, input")
+    unfocused = [focus_style(controls.nth(k)) for k in range(controls.count())]
     controls.first.focus()
     for k in range(controls.count()):
         c = controls.nth(k)
         what = f"{name}, control {k} ({c.get_attribute('class')})"
         assert c.evaluate("el => el === document.activeElement"), f"{what}: Tab does not reach it"
-        assert c.evaluate(FOCUS_RING), f"{what}: no visible focus ring"
+        assert not (why := focus_ring_problem(unfocused[k], focus_style(c))), f"{what}: {why}"
         if c.evaluate("el => el.tagName") == "SELECT":  # the next option, or the one before the last
             key, back = ("ArrowUp", "ArrowDown") if c.evaluate(
                 "el => el.selectedIndex === el.options.length - 1") else ("ArrowDown", "ArrowUp")

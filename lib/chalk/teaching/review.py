@@ -12,16 +12,18 @@ with the cards still to learn; *Start over* forgets a chapter's progress.
 In a checkout the cards come from the YAML decks; the package a student installs has no decks or
 card modules, so it carries the cards rendered (``write_bundle``, called when the package is built).
 """
+import html
 import json
 import random
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..errors import ChalkError
-from .flashcards import DECK_DIR, Card, Deck, card_html, load_decks, render_figure
+from .flashcards import DECK_DIR, Card, Deck, card_html, figure_alt, load_decks, render_figure
 
 BUNDLE = Path(__file__).resolve().parent / "deck"
-"""The rendered cards of the student package: ``cards.json`` and one PNG per figure."""
+"""The rendered cards of the student package: ``cards.json``, one PNG per figure and what each
+figure shows in words, ``figures.json``."""
 
 
 def default_progress_file() -> Path:
@@ -46,14 +48,24 @@ def write_bundle(dest: Path) -> Path:
     course = load_decks()
     data = [{"chapter": d.chapter, "title": d.title, "cards": [asdict(c) for c in d.cards]} for d in course]
     (dest / "cards.json").write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
-    for figure in sorted({c.figure for d in course for c in d.cards if c.figure}):
+    figures = sorted({c.figure for d in course for c in d.cards if c.figure})
+    for figure in figures:
         (dest / f"{figure}.png").write_bytes(render_figure(figure))
+    words = {figure: figure_alt(figure) for figure in figures}
+    (dest / "figures.json").write_text(json.dumps(words, indent=1, sort_keys=True), encoding="utf-8")
     return dest
 
 
 def figure_png(name: str) -> bytes:
     bundled = BUNDLE / f"{name}.png"
     return bundled.read_bytes() if bundled.is_file() else render_figure(name)
+
+
+def figure_words(name: str) -> str:
+    """What the figure ``name`` shows, in words: the bundle's, else drawn as the site's alt text is."""
+    bundled = BUNDLE / "figures.json"
+    words = json.loads(bundled.read_text(encoding="utf-8")) if bundled.is_file() else {}
+    return words[name] if name in words else figure_alt(name)
 
 
 def cards(chapter: str | None = None) -> list[Card]:
@@ -149,8 +161,22 @@ def face_html(s: Session) -> str:
     return f"<p><b>{side}</b></p>" + card_html(card.back if s.flipped else card.front)
 
 
+def progress_html(s: Session) -> str:
+    """The progress line as a live region (role status: polite), so a screen reader says how far
+    the review has come after each mark without the reader leaving the buttons."""
+    return f'<span role="status" aria-live="polite">{html.escape(status_text(s))}</span>'
+
+
+def caption_html(words: str) -> str:
+    """``words`` read aloud, not drawn: the live explorers' hidden caption for their pictures."""
+    from ..figures.explorer import _SCREEN_READER_ONLY  # the explorers need ipywidgets, as the reviewer does
+    return f'<span style="{_SCREEN_READER_ONLY}">{html.escape(words)}</span>'
+
+
 class Review:
     """An ipywidgets flashcard reviewer: Flip, then Known or Again; Start over forgets progress.
+    It works from the keyboard: Tab to a button, Enter or Space to press it; a card's figure has
+    a hidden caption in words for a screen reader (ipywidgets' Image has no alt text).
 
     ``progress_file=None`` keeps nothing between sessions.
     """
@@ -164,16 +190,17 @@ class Review:
         self.session = new_session(chapter, shuffle, seed, load_known(self.progress_file))
         self.face = w.HTMLMath()
         self.figure = w.Image(format="png", layout=w.Layout(max_width="420px"))
-        self.progress = w.Label()
+        self.figure_caption = w.HTML()
+        self.progress = w.HTML()
         self.flip_button = w.Button(description="Flip", icon="refresh")
         self.known_button = w.Button(description="Known", button_style="success", icon="check")
         self.again_button = w.Button(description="Again", button_style="warning", icon="repeat")
         self.restart_button = w.Button(description="Start over", icon="undo")
         self.flip_button.on_click(lambda _: self._do(self.session.flip))
-        self.known_button.on_click(lambda _: self._do(lambda: self.session.mark(True)))
-        self.again_button.on_click(lambda _: self._do(lambda: self.session.mark(False)))
+        self.known_button.on_click(lambda _: self._mark(True))
+        self.again_button.on_click(lambda _: self._mark(False))
         self.restart_button.on_click(lambda _: self._do(self._restart))
-        self.widget = w.VBox([self.progress, self.face, self.figure,
+        self.widget = w.VBox([self.progress, self.face, self.figure, self.figure_caption,
                               w.HBox([self.flip_button, self.known_button, self.again_button,
                                       self.restart_button])])
         self._render()
@@ -190,14 +217,21 @@ class Review:
         save_known(self.progress_file, self._ids(), {c.id for c in self.session.known})
         self._render()
 
+    def _mark(self, known: bool) -> None:
+        self._do(lambda: self.session.mark(known))
+        # The button pressed is now disabled, and a disabled button drops the keyboard focus to the
+        # page; it goes to the next step: Flip for the next card, Start over when none is left.
+        (self.restart_button if self.session.done else self.flip_button).focus()
+
     def _render(self) -> None:
         s = self.session
         self.face.value = face_html(s)
-        self.progress.value = status_text(s)
+        self.progress.value = progress_html(s)
         card = s.current
         show_figure = bool(card and s.flipped and card.figure)
         self.figure.value = figure_png(card.figure) if show_figure else b""
-        self.figure.layout.display = None if show_figure else "none"
+        self.figure_caption.value = caption_html(figure_words(card.figure)) if show_figure else ""
+        self.figure.layout.display = self.figure_caption.layout.display = None if show_figure else "none"
         # marking before looking at the answer would make "known" meaningless
         self.known_button.disabled = self.again_button.disabled = s.done or not s.flipped
         self.flip_button.disabled = s.done
