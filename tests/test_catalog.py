@@ -1,4 +1,6 @@
 """Every data entry carries a source and a date, and bad data is rejected when loaded."""
+import re
+
 import pytest
 
 from chalk import catalog, hardware, models
@@ -151,3 +153,50 @@ def test_every_model_states_its_maximum_context_with_a_source():
         assert m.max_context_source.startswith("https://"), name
     for name, tokens in PUBLISHED_MAX_CONTEXT.items():
         assert models.get(name).max_context == tokens, name
+
+
+# --- the reference pages and `python -m chalk list` ----------------------------------------------
+DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def reference_tables() -> dict[str, str]:
+    from chalk.catalog import reference
+    return {heading: table() for tables in reference.LISTS.values() for heading, table in tables.items()}
+
+
+def test_every_reference_row_links_its_source_and_date():
+    for heading, table in reference_tables().items():
+        rows = table.splitlines()[2:]
+        assert rows, f"{heading}: no rows"
+        for row in rows:
+            assert "[source](https://" in row and DATE.search(row), f"{heading}: {row[:100]}"
+
+
+@pytest.mark.parametrize("filename", [
+    "chips.toml", "systems.toml", "models.toml", "prices.toml", "tiers.toml", "quoted.toml", "memory.toml",
+    "layouts.toml", "operators.toml", "overtraining.toml",
+])
+def test_every_data_entry_shows_with_its_source_and_date(filename):
+    rows = [row for table in reference_tables().values() for row in table.splitlines()[2:]]
+    for name, entry in catalog.load(filename).items():
+        named = re.compile(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])")
+        assert any(named.search(row) and f"[source]({entry['source']}), {entry['as_of']}" in row for row in rows), \
+            f"{filename} [{name}]: no reference row names it with its source and date"
+
+
+def test_reference_tables_compute_what_their_sources_print():
+    from chalk.catalog import reference
+    rows = {row.split("|")[1].strip(" `"): row for row in reference.expert_placement_table().splitlines()[2:]}
+    # DeepSeek-V3 report §3.4 (arXiv 2412.19437): prefill EP32 with 32 redundant experts, "each GPU
+    # hosts its own 8 experts and one redundant expert": (256 + 32) / 32 = 9; decode EP320 with 64
+    # GPUs for redundant and shared experts: one expert per GPU. Online decode (DeepSeek's
+    # inference-system overview, 2025-03-01): EP144 with 32 redundant, (256 + 32) / 144 = 2.
+    for name, printed in (("paper-prefill", 9), ("paper-decode", 1), ("online-decode", 2)):
+        assert f"| {printed} | {printed} |" in rows[name], rows[name]
+    # ZeRO §3.1 (arXiv 1910.02054): 2 + 2 + 12 = 16 bytes per parameter for mixed-precision Adam.
+    assert "| 2 | 2 | 12 | 16 |" in reference.recipes_table()
+    # Epoch AI: HBM $12B of $22B in 2024 (55%) and $32B of $52B in 2025 (62%).
+    spending = reference.spending_table()
+    assert "| 12 | 22 | 55%" in spending and "| 32 | 52 | 62%" in spending
+    # GTC 2025: Rubin Ultra NVL576 is 144 packages of 4 dies with 1 TB of HBM each: 576 dies, 144 TB.
+    assert "| 144 | 4 | 576 | 144 |" in reference.domains_table()

@@ -166,3 +166,76 @@ def test_one_token_is_singular(capsys):
     out = capsys.readouterr().out
     assert "Prefill pass (1 token per sequence)" in out and "batch 1 x 1 token)" in out
     assert not re.search(r"\b1 tokens\b", out), out
+
+
+def test_deduce_typed_in_prices_with_the_lecture_form(capsys):
+    # Typed in: $2 / $12 per Mtok, a hit at $0.20, a step at 200,000 tokens x2 input and x1.5 output.
+    # By hand: decode MFU relative to prefill 2 / 12 = 0.1667; hit 0.2 / 2 = 0.1x. Lecture's form on
+    # an H100 SXM (989.4 TFLOP/s BF16 over 3.35 TB/s: r = 295.34) with 100e9 active parameters in FP8
+    # (b_w = 1): 100e9 x 1 / (295.34 x 200,000) = 1,693 bytes per token.
+    code = cli.main(["deduce", "--input", "2", "--output", "12", "--cache-read", "0.2", "--step-context", "200000",
+                     "--step-input", "2", "--step-output", "1.5", "--active-params", "100e9", "--dtype", "fp8"])
+    out = capsys.readouterr().out
+    assert code == cli.EXIT_OK
+    assert "typed-in prices" in out and "decode MFU relative to prefill" in out and "0.1667" in out
+    assert "cache read" in out and "0.1x input" in out
+    assert "above 200,000 tokens" in out and "input x2, output x1.5" in out
+    assert "lecture's form" in out and "1,693" in out
+
+
+def test_deduce_without_a_model_says_what_the_prices_alone_imply(capsys):
+    # Gemini 2.5 Pro (as of 2025-06-17): $1.25 / $10, so 1.25 / 10 = 0.125; the step multipliers
+    # $2.50 / $1.25 = x2 input and $15 / $10 = x1.5 output.
+    assert cli.main(["deduce", "--price", "google/gemini-2.5-pro"]) == cli.EXIT_OK
+    out = capsys.readouterr().out
+    assert "0.125" in out and "input x2, output x1.5" in out and "--active-params" in out
+    assert "KV bytes per token" not in out.replace("into KV bytes per token", "")
+
+
+@pytest.mark.parametrize("args, param", [
+    (["deduce", "--input", "2"], "output"),
+    (["deduce", "--input", "-2", "--output", "12"], "input"),
+    (["deduce", "--input", "2", "--output", "nan"], "output"),
+    (["deduce", "--input", "2", "--output", "12", "--cache-read", "0"], "cache-read"),
+    (["deduce", "--input", "2", "--output", "12", "--step-context", "200000", "--step-output", "1.5"], "step_input"),
+    (["deduce", "--input", "2", "--output", "12", "--step-context", "0", "--step-input", "2", "--step-output", "1.5"],
+     "step-context"),
+    (["deduce", "--price", "openai/gpt-5", "--output", "3"], "output"),
+    (["deduce", "--price", "openai/gpt-5", "--input", "3"], "not allowed with"),
+    (["deduce", "--input", "2", "--output", "12", "--active-params", "0"], "active-params"),
+    (["deduce", "--input", "2", "--output", "12", "--model", "nope"], "model"),
+    (["deduce"], "one of the arguments --price --input"),
+])
+def test_deduce_typed_in_bad_input_one_line_before_any_output(args, param):
+    result = run(*args)
+    assert result.returncode == cli.EXIT_BAD_INPUT
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and param in lines[0], result.stderr
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize("what, words", [
+    # DeepSeek-V3 report (arXiv 2412.19437): decode on EP320 over 40 nodes; DeepEP's table: EP256.
+    ("deployments", ("paper-decode", "| 320 | 40 |", "Rubin Ultra NVL576", "deepep-low-latency", "| 256 |")),
+    # ZeRO (arXiv 1910.02054): mixed-precision Adam; Epoch AI's 2025-Q4 HBM share, 63%.
+    ("memory", ("zero-mixed-adam", "2025-Q4", "63%", "nccl-net-step", "memory_capex_share")),
+    ("quoted", ("copper-reach-100g", "torus-tpu-v5p-cube", "lecture-moe", "nvidia-gtc2025-roadmap")),
+    ("tiers", ("hdd-exos-x24", "drain C/W s")),
+])
+def test_list_shows_each_chapters_data_with_sources(capsys, what, words):
+    assert cli.main(["list", what]) == cli.EXIT_OK
+    out = capsys.readouterr().out
+    for word in words:
+        assert word in out, word
+    rows = [line for line in out.splitlines() if line.startswith("| ") and not line.startswith("|---")]
+    data = [row for row in rows if "[source](https://" in row]
+    assert len(data) >= 2 and len(rows) - len(data) == out.count("\n## ") + out.startswith("## ")
+
+
+def test_list_all_prints_every_choice(capsys):
+    assert cli.main(["list"]) == cli.EXIT_OK
+    out = capsys.readouterr().out
+    for heading in ("## chips", "## tiers", "## DeepSeek-V3's expert placement", "## training recipes",
+                    "## quoted figures"):
+        assert heading in out
+    assert "\\" not in out and not re.search(r"\$[^$\s|][^$|]*\$", out), "TeX left in the terminal output"

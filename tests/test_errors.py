@@ -74,3 +74,32 @@ def test_bad_price_and_kv_bytes():
 def test_fast_mode_rejects_ratios_below_one():
     with pytest.raises(ChalkError, match="speed_ratio"):
         roofline.fast_mode(0.5, 6)
+
+
+@pytest.mark.parametrize("get, typed, meant", [
+    (hardware.get, "h100", "'H100-SXM'"),  # a prefix: not the H800, which shares more letters with it
+    (hardware.get, "sxm", "'H100-SXM'"),  # a part of the name
+    (hardware.get, "tpu", "one of 'TPU-v5e', 'TPU-v5p', 'TPU-v6e', 'TPU-v7'"),
+    (models.get, "deepsek", "'deepseek-v3'"),  # neither: a typo, by spelling
+])
+def test_did_you_mean_prefers_the_name_typed_short(get, typed, meant):
+    with pytest.raises(UnknownName, match=f"did you mean {meant}\\?"):
+        get(typed)
+
+
+def test_deduce_names_the_chip_as_the_catalog_spells_it(capsys):
+    from chalk import cli
+    assert cli.main(["deduce", "--price", "google/gemini-2.5-pro", "--chip", "h100-sxm"]) == cli.EXIT_OK
+    header = capsys.readouterr().out.splitlines()[0]
+    assert header.endswith("on 1 x H100-SXM:") and "h100-sxm" not in header
+
+
+@pytest.mark.parametrize("value", [True, False, "100", b"100", ["1", "2"]])
+@pytest.mark.parametrize("check", ["positive", "non_negative", "in_range"])
+def test_text_and_booleans_are_not_numbers(check, value):
+    # NumPy would read each of these as a number; every public function shares these checks.
+    from chalk import errors
+
+    args = (0, 10) if check == "in_range" else ()
+    with pytest.raises(ChalkError, match="batch must be a number"):
+        getattr(errors, check)("batch", value, *args)

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from chalk.teaching import flashcards
+from chalk.teaching import chapters, corrections, flashcards
 from chalk.errors import ChalkError
 from chalk.teaching.flashcards import DeckError, FIGURES, VALUES, deck_html, load_deck, load_decks, render_figure
 
@@ -18,11 +18,21 @@ def decks():
     return load_decks()
 
 
-def test_chapter_one_deck(decks):
-    ch01 = {d.chapter: d for d in decks}["01_batching"]
-    assert len(ch01.cards) >= 15
-    assert sum(1 for c in ch01.cards if c.figure) >= 1
-    assert sum(1 for c in ch01.cards if "lecture-gap" in c.tags) >= 4
+@pytest.mark.parametrize("chapter", sorted(p.stem for p in flashcards.DECK_DIR.glob("*.yml")))
+def test_chapter_deck_meets_the_chapter_contract(decks, chapter):
+    # Each chapter's issue: at least 18 cards, at least two with a figure drawn by chalk, and a card
+    # for each lecture slip of the segment, which the corrections registry lists for the chapter.
+    deck = {d.chapter: d for d in decks}[chapter]
+    assert len(deck.cards) >= 18, f"{chapter}: {len(deck.cards)} cards"
+    assert sum(1 for c in deck.cards if c.figure in FIGURES) >= 2, f"{chapter}: fewer than two chalk figures"
+    gaps = [c.id for c in deck.cards if "lecture-gap" in c.tags]
+    slips = [c.id for c in corrections.for_chapter(chapter)]
+    assert len(gaps) >= len(slips), f"{chapter}: lecture-gap cards {gaps} for the registered slips {slips}"
+
+
+def test_every_written_chapter_has_a_deck():
+    for chapter in chapters.chapters():
+        assert not chapter.written or chapter.deck.is_file(), f"{chapter.name} has no deck"
 
 
 def test_card_ids_unique_and_placeholders_filled(decks):

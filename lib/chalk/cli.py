@@ -63,6 +63,19 @@ def _price(text):
     return value
 
 
+
+def _usd(name, what="a price"):
+    """An argparse type for a typed-in price, multiplier or count: a finite number > 0."""
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be {what}, a number > 0, got {text!r}") from None
+        if not (math.isfinite(value) and value > 0):
+            raise argparse.ArgumentTypeError(f"{name} must be {what}, a number > 0, got {text}")
+        return value
+    return parse
+
 DTYPES = tuple(hardware.BYTES_PER_ELEMENT)
 
 
@@ -95,8 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
-    p = sub.add_parser("list", help="list chips, systems, models, API prices and storage tiers with sources")
-    p.add_argument("what", nargs="?", default="all", choices=("all", "chips", "systems", "models", "prices", "tiers"),
+    p = sub.add_parser("list", help="list the catalog's data with sources: chips, systems, models, API prices, "
+                                    "storage tiers, deployments and links, memory and cost, quoted figures")
+    p.add_argument("what", nargs="?", default="all", choices=("all", *reference.LISTS),
                    help="which catalog to list (default all)")
 
     p = sub.add_parser("serve", help="decode and prefill roofline, regime, tokens/s and $ per Mtok")
@@ -117,13 +131,28 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("prices", help="API list prices and their ratios")
     p.add_argument("name", nargs="?", help="one entry, e.g. google/gemini-2.5-pro (default: all)")
 
-    p = sub.add_parser("deduce", help="what a provider's prices imply (decode MFU, KV bytes, cache tier)")
-    p.add_argument("--price", required=True, help="a price entry from `prices`, e.g. google/gemini-2.5-pro")
-    p.add_argument("--model", help="model to compare the implied KV bytes with (default: none)")
+    p = sub.add_parser("deduce", help="what a provider's prices imply (decode MFU, multipliers, KV bytes, cache tier)",
+                       description="Read a price list backwards: a catalog entry (--price) or prices typed in "
+                                   "(--input, --output and the optional cache and step flags), in USD per million tokens.")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--price", help="a price entry from `prices`, e.g. google/gemini-2.5-pro")
+    source.add_argument("--input", type=_usd("input"), help="typed in: input price, USD per million tokens")
+    p.add_argument("--output", type=_usd("output"), help="typed in: output price (required with --input)")
+    p.add_argument("--cache-read", type=_usd("cache-read"), help="typed in: price of a cache hit")
+    p.add_argument("--cache-write-5m", type=_usd("cache-write-5m"), help="typed in: price of a cache write held 5 minutes")
+    p.add_argument("--cache-write-1h", type=_usd("cache-write-1h"), help="typed in: price of a cache write held 1 hour")
+    p.add_argument("--step-context", type=_whole("step-context", 1, 10**9),
+                   help="typed in: the long-context step, in tokens of prompt (with --step-input and --step-output)")
+    p.add_argument("--step-input", type=_usd("step-input", "a multiplier"), help="typed in: input price above the step / below it")
+    p.add_argument("--step-output", type=_usd("step-output", "a multiplier"), help="typed in: output price above the step / below it")
+    p.add_argument("--active-params", type=_usd("active-params", "a parameter count"),
+                   help="active parameters to read the step with in the lecture's form, N_act b_w / (r L*), e.g. 100e9")
+    p.add_argument("--model", help="model whose own config reads the step, and whose stored KV bytes to compare (default: none)")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--system", help="hardware whose r = F/W and HBM to assume (default H100-SXM)")
     where.add_argument("--chip", help="same, as a chip name")
-    p.add_argument("--dtype", default="bf16", choices=DTYPES, type=str.casefold, help="for r = F/W (default bf16)")
+    p.add_argument("--dtype", default="bf16", choices=DTYPES, type=str.casefold,
+                   help="weights' format: b_w and the matmul rate (default bf16)")
     return parser
 
 
@@ -256,14 +285,40 @@ def _prices(args) -> int:
     return EXIT_OK
 
 
+_TYPED = ("output", "cache_read", "cache_write_5m", "cache_write_1h", "step_context", "step_input", "step_output")
+
+
+def _deduce_price(args) -> prices.Price:
+    """The catalog entry --price, or the prices typed in (checked before any output)."""
+    if args.price is not None:
+        given = [k for k in _TYPED if getattr(args, k) is not None]
+        if given:
+            flag = given[0].replace("_", "-")
+            raise ChalkError(f"{flag}: typed-in prices go with --input, not --price")
+        return prices.get(args.price)
+    if args.output is None:
+        raise ChalkError("output: --input needs --output, both in USD per million tokens")
+    return pricing.typed_price(args.input, args.output, cache_read=args.cache_read,
+                               cache_write_5m=args.cache_write_5m, cache_write_1h=args.cache_write_1h,
+                               step_context=args.step_context, step_input=args.step_input,
+                               step_output=args.step_output)
+
+
 def _deduce(args) -> int:
     target = args.system or args.chip or "H100-SXM"
-    calculator.resolve(target).chip.flops(args.dtype)  # every name checked before any output
+    calculator.resolve(target).chip.flops(args.dtype)  # every name and number checked before any output
     if args.model is not None:
         models.get(args.model)
-    price = prices.get(args.price)
-    print(f"What {price.provider} {price.model}'s prices (as of {price.as_of}) imply, on {target}:")
-    for d in pricing.deduce(price, args.model, target, args.dtype):
+    price = _deduce_price(args)
+    name = "the typed-in prices" if args.price is None else f"{price.provider} {price.model}'s prices (as of {price.as_of})"
+    print(f"What {name} imply, on {calculator.resolve(target).label}:")
+    rows = [("input / output", f"${price.input:g} / ${price.output:g} per Mtok (output {price.output_to_input:.3g}x input)")]
+    rows += [(key.replace("_", " "), f"{value:.3g}x input") for key, value in pricing.cache_multipliers(price).items()]
+    if price.long_context:
+        to_in, to_out = price.long_context_multipliers
+        rows.append((f"above {price.long_context['above_tokens']:,} tokens", f"input x{to_in:.3g}, output x{to_out:.3g}"))
+    print(_rows(rows))
+    for d in pricing.deduce(price, args.model, target, args.dtype, args.active_params):
         inputs = ", ".join(f"{k} = {v:,.4g}" if isinstance(v, float) else f"{k} = {v}" for k, v in d.inputs.items())
         line = f"  {d.quantity}: {calculator.plain(d.formula)} with {inputs}  ->  {d.value:,.4g}"
         if d.quantity == "storage tier":
@@ -271,6 +326,9 @@ def _deduce(args) -> int:
         if d.actual is not None:
             line += f"  (actual {d.actual_label}: {d.actual:,.0f})"
         print(line)
+    if price.long_context and args.model is None and args.active_params is None:
+        print(f"  the step at {price.long_context['above_tokens']:,} tokens read as L*: add --active-params "
+              "(the lecture's form) or --model to turn it into KV bytes per token")
     batches = pricing.fast_tier_batches(price)
     if batches:
         print(f"  fast tier: normal batch at {batches[0]:g} x B*, fast batch at {batches[1]:.3g} x B* (roofline.fast_mode)")
@@ -278,11 +336,10 @@ def _deduce(args) -> int:
 
 
 def _list(args) -> int:
-    tables = {"chips": reference.chips_table, "systems": reference.systems_table,
-              "models": reference.models_table, "prices": reference.prices_table, "tiers": reference.tiers_table}
-    for name, table in tables.items():
+    for name, tables in reference.LISTS.items():
         if args.what in ("all", name):
-            print(f"## {name}\n\n{_terminal(table())}\n")
+            for heading, table in tables.items():
+                print(f"## {heading}\n\n{_terminal(table())}\n")
     return EXIT_OK
 
 

@@ -33,6 +33,9 @@ class DoesNotFit(ChalkError):
 
 
 def _as_array(name: str, value):
+    # NumPy reads "100" and True as numbers; a caller who typed either made a mistake.
+    if isinstance(value, (str, bytes)) or np.asarray(value).dtype.kind in "bSUV":
+        raise ChalkError(f"{name} must be a number, got {value!r}")
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
@@ -87,9 +90,16 @@ def find(name, table):
 def unknown(kind: str, name, known, param: str = "name", plural: str | None = None) -> UnknownName:
     """The error for a name not in ``known``: the closest known name, then all of them."""
     names = sorted(str(k) for k in known)
-    by_fold = {n.casefold(): n for n in names}
-    close = difflib.get_close_matches(str(name).casefold(), list(by_fold), n=1, cutoff=0.6)
-    hint = f"; did you mean {by_fold[close[0]]!r}?" if close else ""
+    typed = str(name).casefold()
+    # A name typed short is a prefix or a part of the one meant (h100 -> H100-SXM), whatever its
+    # letters share with others; only a name that is neither is taken for a typo (deepsek).
+    close = ([n for n in names if n.casefold().startswith(typed)] or [n for n in names if typed in n.casefold()]
+             if typed else [])
+    if not close:
+        by_fold = {n.casefold(): n for n in names}
+        close = [by_fold[n] for n in difflib.get_close_matches(typed, list(by_fold), n=1, cutoff=0.6)]
+    hint = (f"; did you mean {close[0]!r}?" if len(close) == 1 else
+            f"; did you mean one of {', '.join(map(repr, close))}?" if close else "")
     return UnknownName(f"{param}: unknown {kind} {name!r}{hint} (known {plural or kind + 's'}: "
                        f"{', '.join(names)})")
 

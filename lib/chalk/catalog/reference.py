@@ -1,6 +1,9 @@
-"""Markdown tables for the reference pages, generated from the notation module and the data."""
-from .. import notation
-from . import hardware, models, prices, systems, tiers
+"""Markdown tables for the reference pages and ``python -m chalk list``, generated from the
+notation module and the data."""
+from collections.abc import Mapping
+
+from .. import catalog, moe, notation
+from . import hardware, layouts, memory_data, models, prices, systems, tiers
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -10,7 +13,9 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def _source(entry) -> str:
-    return f"[source]({entry.source}), {entry.as_of}"
+    """A loader's dataclass or a data file's entry as it is stored (a mapping)."""
+    source, as_of = (entry["source"], entry["as_of"]) if isinstance(entry, Mapping) else (entry.source, entry.as_of)
+    return f"[source]({source}), {as_of}"
 
 
 def notation_table() -> str:
@@ -63,8 +68,8 @@ def models_table() -> str:
                      f"{m.total_params / 1e9:,.1f}", reported, f"{m.active_params / 1e9:,.1f}",
                      f"{m.sparsity:.1f}", f"{m.kv_bytes_per_token(2) / 1024:,.0f}",
                      f"{m.kv_bytes(32768, 2) / 2**30:,.2f}", _max_context(m), tokens, _source(m)])
-    return _table(["model", "name", "attention", "layers", "$d_\\text{model}$", "$N_\\text{tot}$ (B, computed)",
-                   "reported (B)", "$N_\\text{act}$ (B)", "$s$", "$b_\\text{kv}$ KiB (BF16)",
+    return _table(["model", "name", "attention", "layers", "width $d_\\text{model}$", "$N_\\text{tot}$ (B, computed)",
+                   "reported (B)", "$N_\\text{act}$ (B)", "sparsity $s$", "$b_\\text{kv}$ KiB (BF16)",
                    "KV GiB at 32K (BF16)", "max context (tokens)", "training tokens (T)", "source, as of"], rows)
 
 
@@ -103,3 +108,155 @@ def tiers_table() -> str:
     return _table(["tier", "name", "host of", "capacity TB", "read GB/s", "drain C/W s",
                    f"$ per GB-hour ({tiers.LIFETIME_YEARS:g}-year amortisation)", "source, as of",
                    "price source, as of"], rows)
+
+
+# --- figures as their data file stores them -----------------------------------------------------
+def _number(value) -> str:
+    """A stored figure as printed in its source: whole numbers with separators, others to 6 digits."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return " to ".join(_number(v) for v in value)
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:,.6g}"
+    return f"{value:,.0f}"
+
+
+def _fields(entry, skip=()) -> str:
+    return "; ".join(f"`{key}` {_number(value)}" for key, value in entry.items()
+                     if key not in ("source", "as_of", "note", *skip))
+
+
+def _as_stored(filename: str) -> str:
+    return _table(["entry", "figures", "source, as of"],
+                  [[f"`{name}`", _fields(e), _source(e)] for name, e in catalog.load(filename).items()])
+
+
+def quoted_table() -> str:
+    """Every entry of ``data/quoted.toml`` as stored: the lecture's round numbers and papers' figures."""
+    return _as_stored("quoted.toml")
+
+
+def operators_table() -> str:
+    """What operators publish about their own fleets (``data/operators.toml``), as stored."""
+    return _as_stored("operators.toml")
+
+
+def scaling_fits_table() -> str:
+    """Chapter 5's loss fits and the lecture's lifetime guesses (``data/overtraining.toml``), as stored."""
+    return _as_stored("overtraining.toml")
+
+
+# --- Chapters 2 and 3: deployments, layouts, scale-up domains, measured links ------------------
+def expert_placement_table() -> str:
+    quoted = catalog.load("quoted.toml")
+    rows = [[f"`{d.name}`", f"{d.chips:,}", f"{d.nodes:,}", f"{d.redundant:,}", f"{d.printed_experts_per_chip}",
+             f"{d.experts_per_chip}", _source(quoted[f"deployment-{d.name}"])] for d in moe.deployments()]
+    return _table(["deployment", "expert-parallel GPUs", "nodes", "redundant experts",
+                   "routed experts per GPU, printed", "computed", "source, as of"], rows)
+
+
+def _degree(entry, key) -> str:
+    return f"{entry[key]:,}" if key in entry else "–"
+
+
+def serving_layouts_table() -> str:
+    rows = [[d["display"], f"`{name}`", f"`{d['model']}`", f"{d['gpus']:,}", f"{d['nodes']:,}",
+             *(_degree(d, k) for k in ("attention_tensor", "attention_data", "expert", "redundant_experts",
+                                       "pipeline")), _source(d)]
+            for name, d in memory_data.DEPLOYMENTS.items()]
+    return _table(["layout", "name", "model", "GPUs", "nodes", "attention TP", "attention DP", "expert",
+                   "redundant experts", "pipeline", "source, as of"], rows)
+
+
+_DEGREES = ("tensor", "context", "pipeline", "expert", "data")
+
+
+def training_layouts_table() -> str:
+    rows = [[f"`{name}`", f"`{e['model']}`", f"{e['chips']:,}", *(_degree(e, k) for k in _DEGREES),
+             _fields(e, ("model", "chips", *_DEGREES)), _source(e)] for name, e in layouts.LAYOUTS.items()]
+    return _table(["layout", "model", "chips", *_DEGREES, "other printed figures", "source, as of"], rows)
+
+
+def domains_table() -> str:
+    """NVIDIA's scale-up domains by generation (``chalk.moe.domain_growth``)."""
+    by_display = {s.display: s for s in systems.catalog_systems().values()}
+    rows = [[d.name, d.status, f"{d.packages:,}", f"{d.dies_per_package}", f"{d.dies:,}", f"{d.hbm / 1e12:,.3g}",
+             f"{d.max_total_params('fp8') / 1e12:,.3g}", _source(by_display.get(d.name, moe.ROADMAP))]
+            for d in moe.domain_growth()]
+    return _table(["domain", "status", "GPU packages", "dies per package", "dies", "HBM TB",
+                   f"largest FP8 model, T parameters ({moe.HEADROOM:.0%} kept free)", "source, as of"], rows)
+
+
+def deepep_table() -> str:
+    """DeepEP's published low-latency timings, one row per expert-parallel degree."""
+    name = "deepep-low-latency"
+    ep = memory_data.latency(name)
+    return _table(["name", "expert-parallel GPUs", "dispatch µs", "dispatch GB/s", "combine µs", "combine GB/s",
+                   "source, as of"],
+                  [[f"`{name}`", f"{degree}", _number(ep["dispatch_us"][i]), _number(ep["dispatch_GBps"][i]),
+                    _number(ep["combine_us"][i]), _number(ep["combine_GBps"][i]), _source(ep)]
+                   for i, degree in enumerate(ep["ep"])])
+
+
+# --- Chapter 4: memory's cost, training recipes, latencies ---------------------------------------
+def _flag(estimate: bool) -> str:
+    return " (estimate)" if estimate else ""
+
+
+def recipes_table() -> str:
+    return _table(["recipe", "name", "weights B", "gradients B", "optimizer B", "bytes per parameter", "source, as of"],
+                  [[r.display + _flag(r.estimate), f"`{r.name}`", f"{r.weights:g}", f"{r.gradients:g}",
+                    f"{r.optimizer:g}", f"{r.bytes_per_param:g}", _source(r)]
+                   for r in memory_data.RECIPES.values()])
+
+
+def cost_shares_table() -> str:
+    shares = list(memory_data.COST_SHARES.values())
+    rows = [[s.period, f"`{s.name}`{_flag(s.estimate)}", *(f"{v:.0%}" for v in s.shares.values()),
+             f"{s.hbm_range[0]:.0%}–{s.hbm_range[1]:.0%}" if s.hbm_range else "–", _source(s)] for s in shares]
+    return _table(["quarter", "name", *(c.upper() if c == "hbm" else c for c in shares[0].shares), "HBM interval",
+                   "source, as of"], rows)
+
+
+def spending_table() -> str:
+    s = memory_data.SPENDING
+    years = sorted(key.removeprefix("hbm_") for key in s if key.startswith("hbm_"))
+    return _table(["year", "name", "HBM $ billions", "all components $ billions", "HBM share", "source, as of"],
+                  [[year, "`epoch-component-spend`", f"{s[f'hbm_{year}']:g}", f"{s[f'total_{year}']:g}",
+                    f"{s[f'hbm_{year}'] / s[f'total_{year}']:.0%}{_flag(s['estimate'])}", _source(s)] for year in years])
+
+
+def nccl_table() -> str:
+    """NCCL's network-step latencies by protocol: a base cost and a cost per step."""
+    name = "nccl-net-step"
+    n = memory_data.latency(name)
+    protocols = [key.removeprefix("hop_us_") for key in n if key.startswith("hop_us_")]
+    return _table(["protocol", "name", "base µs", "per network step µs", "source, as of"],
+                  [[p.upper() if p.startswith("ll") else p.capitalize(), f"`{name}`", _number(n[f"base_us_{p}"]), _number(n[f"hop_us_{p}"]), _source(n)] for p in protocols])
+
+
+def lecture_memory_table() -> str:
+    """The lecture's round numbers of Chapter 4's segment."""
+    return _table(["entry", "figures", "source, as of"],
+                  [["`lecture`", _fields(memory_data.LECTURE, ("kind", "display", "estimate")),
+                    _source(memory_data.LECTURE)]])
+
+
+LISTS = {
+    "chips": {"chips": chips_table},
+    "systems": {"systems": systems_table},
+    "models": {"models": models_table},
+    "prices": {"prices": prices_table},
+    "tiers": {"tiers": tiers_table},
+    "deployments": {"DeepSeek-V3's expert placement": expert_placement_table,
+                    "serving layouts": serving_layouts_table, "training layouts": training_layouts_table,
+                    "NVIDIA scale-up domains": domains_table, "DeepEP all-to-all timings": deepep_table},
+    "memory": {"training recipes": recipes_table, "memory's share of accelerator cost": cost_shares_table,
+               "component spending": spending_table, "NCCL network-step latency": nccl_table,
+               "the lecture's figures": lecture_memory_table},
+    "quoted": {"quoted figures": quoted_table},
+    "operators": {"operators' published serving figures": operators_table},
+    "fits": {"scaling-law fits and lifetime guesses": scaling_fits_table},
+}
+"""What ``python -m chalk list`` offers: each choice's tables by heading, in the order printed."""
