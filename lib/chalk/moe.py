@@ -117,9 +117,9 @@ experts."""
 
 comm_to_compute = sp.simplify(t_alltoall_up / t_expert_compute)
 """All-to-all time over expert matmul time. The token count cancels, but only against the
-matmuls: the all-to-all hides behind the larger of the matmuls and the weight reads
-(``LayerTimes.hidden``), and below ``compute_bound_tokens`` the weight reads are the larger, so
-there the batch decides."""
+matmuls: with a second micro-batch in flight the all-to-all hides behind the larger of that
+micro-batch's matmuls and weight reads (``LayerTimes.hidden``), and below ``compute_bound_tokens``
+the weight reads are the larger, so there the batch decides."""
 
 t_expert_weights_all = E * (experts_per_chip_expr + n_sh) * n_mat * d_model * d_ff * b_w / W
 """Reading every routed expert copy's weights and the shared experts' once: ``t_expert_weights``
@@ -513,8 +513,11 @@ class LayerTimes:
 
     @property
     def hidden(self) -> bool:
-        """True when the all-to-all can overlap entirely with the expert work (attention, which
-        DeepSeek's two micro-batches also hide it behind, not counted)."""
+        """True when the all-to-all is no longer than the expert work, so that it can overlap
+        entirely with another micro-batch's expert work. Within one micro-batch it cannot (dispatch
+        precedes the experts, combine follows them; in series the layer takes ``communication +
+        work``): hiding assumes two micro-batches in flight, as DeepSeek runs them, each reading the
+        expert weights. Attention, which the other micro-batch also offers as cover, not counted."""
         return self.communication <= self.work
 
 

@@ -189,7 +189,7 @@ def floor_figure(model="deepseek-v3", dtype="fp8", width=6.4, height=3.6):
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("chips reading the weights in parallel, E (a catalog system: E = S)")
-        ax.set_ylabel("weight-read floor (ms per token)")
+        ax.set_ylabel("weight-read floor, sharded evenly (ms per token)")
         ax.set_title(f"{models.get(model).display} in {dtype}, every expert read: N_tot b_w / (E W_chip)",
                      fontsize=8.5)
         ax.legend(loc="lower left", frameon=False, fontsize=6.5, ncol=2)
@@ -411,7 +411,7 @@ class MemoryFigure:
             c.set_xlim(DOMAINS[0], DOMAINS[-1])
             c.set_ylim(*MS_LIMITS)
             self.floor = c.plot([], [], color=COLORS["floor"], ls="-.", lw=1.8,
-                                label="weight-read floor N b_w / (E W_chip), every expert")[0]
+                                label="weight-read floor N b_w / (E W_chip), every expert, sharded evenly")[0]
             self.systems = c.plot([], [], "s", ms=5, color=COLORS["floor"], mec="black", label="catalog systems")[0]
             self.token = c.plot([], [], "o", ms=8, color=COLORS["point"], mec="black", label="this token: reads + hops")[0]
             step = c.axhline(memory_data.LECTURE["step_ms"], color=COLORS["lecture"], ls=(0, (1, 3)), lw=1.2,
@@ -670,7 +670,7 @@ def floor_twin_data() -> dict:
     controls = [twin.select("model", "model", [(m, models.get(m).display) for m in TWIN_MODELS]),
                 twin.select("dtype", "weights", [(d, d) for d in TWIN_DTYPES]),
                 twin.slider("size", "scale-up domain S (chips reading)", FLOOR_STOPS, 72)]
-    panels = [twin.chart("weight-read floor against domain size, every expert read", "chips reading S",
+    panels = [twin.chart("weight-read floor against domain size, every expert read, sharded evenly", "chips reading S",
                          "ms per token", xscale="log", yscale="log", point=("GB200", "point"))]
     styles = {chip: twin.line_style(f"{chip} chips, N b_w / (S W_chip)", color, 2, dash)
               for chip, _, color, dash in FLOOR_CHIPS}

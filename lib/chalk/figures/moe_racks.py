@@ -112,14 +112,14 @@ def readout(model: str, system: str, dtype: str, batch: float, context: float, v
     if v.times is None:
         return f"{head}<br>{mem}<br>no layer times: {html.escape(v.why_no_times)}"
     t, two = v.times, v.two_domains
-    verdict = "hidden behind" if t.hidden else "longer than"
+    verdict = "hidden (with a second micro-batch in flight) behind" if t.hidden else "longer than"
     us = {name: explorer.number(1e6 * x) for name, x in
           (("one", t.communication), ("two", two.communication), ("dedup", v.two_dedup.communication),
-           ("work", t.work))}
+           ("work", t.work), ("serial", t.communication + t.work))}
     layer = (f"one MoE layer: all-to-all {us['one']} µs in one domain; over two (each with this batch) "
              f"{us['two']} µs sending every choice, {us['dedup']} µs once per domain; expert work {us['work']} µs "
-             f"(the one-domain all-to-all is {verdict} it). Nominal link rates, bandwidth only: real calls add "
-             f"about {ALPHA_US} µs each, two per layer")
+             f"(the one-domain all-to-all is {verdict} it; one micro-batch in series takes {us['serial']} µs). "
+             f"Nominal link rates, bandwidth only: real calls add about {ALPHA_US} µs each, two per layer")
     return f"{head}<br>{mem}<br>{layer}"
 
 

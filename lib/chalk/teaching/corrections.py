@@ -141,8 +141,9 @@ def _gemini_step() -> str:
     return (f"Above {price.long_context['above_tokens']:,} tokens of prompt, {price.model}'s input price "
             f"is multiplied by {to_input:g} and its output price by {to_output:g} (list prices of "
             f"{price.as_of}): \"+50%\" is the output step only. The KV bytes per token the lecture deduces "
-            f"from it depend on reading the step as the balance context and on the ≈{LECTURE['hardware_ratio']:.0f} "
-            "convention.")
+            "from it depend on reading the step as the balance context, which assumes the KV reads overlap the "
+            "weight matmuls (in series, cost per token rises from the first token, with no kink), and on the "
+            f"≈{LECTURE['hardware_ratio']:.0f} convention.")
 
 
 def _output_input() -> str:
@@ -204,7 +205,8 @@ def _quadratic_attention() -> str:
             "layer attends globally; only few global layers push it out. For GQA, equal FLOPs do not make "
             "attention matter in decode, which past $L^\\star$ waits on the KV reads: the quadratic term is "
             "a prefill matter. Prices have no quadratic term, but not because cost needs none: past "
-            "$L^\\star$ cost per output token rises in proportion to $L$, while a per-token price flat within "
+            "$L^\\star$ cost per output token rises in proportion to $L$ (from the first token if attention runs "
+            "after the matmuls rather than overlapping them), while a per-token price flat within "
             "a tier charges every token the same, a linear total for a quadratic cost. Prices average cost "
             "over the mix of contexts served and add one coarse step; leaving the quadratic term out is a "
             "pricing choice, not a fact about cost.")
@@ -443,7 +445,8 @@ def _kv_after_two_stages() -> str:
     dense_bstar = roofline.balance_batch(systems.get(dense_sys).chip, dense_name, dense_dtype, short)
     ceiling = memory.max_batch(dense_name, dense_sys, short, dense_dtype, 10**9)
     placed = moe.placement(sparse_name, sparse_sys, sparse.batch, short, sparse_dtype)
-    return ("About right for a large dense model, early for a sparse one. The cache outweighs the weights past "
+    return ("About right for a large dense model; for a sparse one the cache dominates sooner than the lecture "
+            "says. The cache outweighs the weights past "
             "$P^\\star = N_\\text{tot} b_w/(B L b_\\text{kv})$ stages, at the batch a stage would run: Chapter 1's "
             "balance batch $B^\\star(L)$ where it fits, else the largest that fits, whose cache overtakes the "
             "weights once they fill half of each chip, $P^\\star = 2 N_\\text{tot} b_w/(CE)$. "
