@@ -67,6 +67,7 @@ def test_a_printed_answer_is_found(text, answer):
     ("a price ratio of 15×", SHRINK),  # a ratio, but not this one
     ("6 layers per stage", LAYERS),   # a round answer: not searchable
     ('"0448c30ee5860e80"', leaks.Answer("x", "kink", 448.6, 0.1, "sequences")),
+    ("chips 32; source, 2026-04-29", leaks.Answer("x", "per_chip_gb", 28.86, 0.02, "GB per GPU")),  # a date
 ])
 def test_a_number_that_only_resembles_an_answer_is_not(text, answer):
     assert leaks.find(text, [answer], "page") == []

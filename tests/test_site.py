@@ -57,8 +57,10 @@ def open_page(browser, rel_path):
     ctx.route("**/*", guard)
     page = ctx.new_page()
     page.goto((SITE / rel_path).as_uri(), wait_until="load")
-    page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
-    page.evaluate("() => MathJax.startup.promise")
+    # Sphinx loads MathJax only on pages with math; wait for its typesetting where it is loaded.
+    page.wait_for_function("""() => !document.querySelector('script[src*="mathjax"]')
+        || (window.MathJax && MathJax.startup && MathJax.startup.promise)""")
+    page.evaluate("() => window.MathJax && MathJax.startup.promise")
     return page, blocked
 
 

