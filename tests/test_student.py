@@ -81,15 +81,6 @@ def test_every_exercise_has_prompt_answer_and_check(instructor):
         assert last.startswith(f"{ex_id} ="), f"{ex_id}: the solution must end by assigning it"
 
 
-def test_solutions_fold_away_on_the_site(instructor):
-    for cell in instructor.cells:
-        tags = cell.metadata.get("tags", [])
-        if BEGIN in cell.source:
-            assert "hide-input" in tags
-        if "solution" in tags:
-            assert ":class: dropdown" in cell.source
-
-
 def test_committed_clean_with_python3_kernel(instructor):
     assert instructor.metadata.kernelspec.name == "python3"
     for cell in instructor.cells:

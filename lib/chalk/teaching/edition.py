@@ -22,6 +22,7 @@ import nbformat
 from .chapters import ROOT
 from .package import ZIP_TIME, wheel_name, write_tree, write_wheel
 from .student import SolutionMarkerError, student_notebook
+from .tags import normalise
 
 _NOT_COPIED = (".git", ".venv", "_build", ".pytest_cache", ".hypothesis", ".jupyter_cache",
                "__pycache__", ".ipynb_checkpoints", "*.egg-info")
@@ -72,8 +73,11 @@ def problem_sets(root: Path = ROOT) -> list[Path]:
 
 
 def student_problem_set(src: Path) -> nbformat.NotebookNode:
-    """The student edition of one problem set, tagged with its chapter for the grader."""
-    nb = student_notebook(nbformat.read(src, as_version=4), str(src))
+    """The student edition of one problem set, tagged with its chapter for the grader; its answer
+    cells hold no solution, so they lose the instructor's "Show solution" fold."""
+    nb = nbformat.read(src, as_version=4)
+    normalise(nb, student=True)
+    nb = student_notebook(nb, str(src))
     nb.metadata["chalk"] = {"problem_set": src.stem}
     return nb
 
