@@ -14,20 +14,34 @@ centre of the answer's grid cell lies within ``rel_tol`` of it. The cells are na
 the tolerance, in log space), so this is the stated tolerance to within a twentieth of it; and
 because it only asks which cell an answer falls in, a sealed key (the cells' salted hashes) gives
 exactly the verdicts of the plain key, in the student's notebook and in the grader.
+
+Four kinds of answer (``kind``): a **number** (``Exercise``; ``exact=True`` for a whole number
+where only the one integer is right, as "the smallest batch that ..." asks), a **choice** of one
+listed option (``Choice``) and a **set of choices**, all that apply (``Choices``), each given by
+letter or by the option's text and answered with targeted feedback for each misjudged option; and
+a **written** answer, marked by hand (a ``free-text`` cell, ``chalk.teaching.student``). A numeric
+item that needs a judgement first (decide the regime, then compute in it) says so with
+``judgement=True``; a choice always is one.
 """
+import base64
 import hashlib
 import importlib
 import json
 import math
 import numbers
 import os
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from ..errors import ChalkError, lookup
 
 RIGHT, WRONG, UNANSWERED = "right", "wrong", "unanswered"
+NUMBER, CHOICE, CHOICES, WRITTEN = "number", "choice", "choices", "written"
+KINDS = (NUMBER, CHOICE, CHOICES, WRITTEN)
+"""What an exercise asks for (``kind``): the instructors' page and the grader's exports show it."""
 STATUS_WORD = {RIGHT: "right", WRONG: "wrong", UNANSWERED: "not answered"}
 """The one word a student reads for each status."""
 CHECK_LOG = "CHALK_CHECK_LOG"
@@ -88,6 +102,15 @@ def digest(salt: str, name: str) -> str:
     return hashlib.sha256(f"{salt}|{name}".encode()).hexdigest()[:16]
 
 
+EXACT_TEXT = "an exact whole number"
+"""What the prompt and the check say of an ``exact`` exercise's tolerance."""
+
+
+def whole_cell(answer: float) -> str:
+    """The cell of an exact exercise: the integer itself, or one cell for every non-integer."""
+    return f"={int(answer)}" if float(answer).is_integer() else "=not-whole"
+
+
 def tolerance_text(rel_tol: float) -> str:
     return f"within {rel_tol:.0%}" if rel_tol >= 0.01 else f"within {rel_tol:.1%}" if rel_tol >= 1e-3 \
         else f"within {rel_tol:.0e} (relative)"
@@ -107,7 +130,11 @@ class Mistake:
 
 @dataclass(frozen=True)
 class Exercise:
-    """One exercise of an answer key; ``points`` weighs it in the grades (1 unless the key says)."""
+    """One numeric exercise of an answer key; ``points`` weighs it in the grades (1 unless the key
+    says). ``exact``: the answer is a whole number and only that integer is right (a typical
+    mistake matches as its rounded integer, or a non-integer answer within ``rel_tol`` of it). ``judgement``: the number
+    needs a judgement first (which regime, whether it hides). ``topic``: a few words for the
+    instructors' table."""
     id: str
     expected: Callable[[], float]
     unit: str
@@ -115,17 +142,33 @@ class Exercise:
     hint: str
     mistakes: tuple[Mistake, ...] = field(default=())
     points: float = 1.0
+    topic: str = ""
+    judgement: bool = False
+    exact: bool = False
+    kind: ClassVar[str] = NUMBER
 
     def tolerance_text(self) -> str:
-        return tolerance_text(self.rel_tol)
+        return EXACT_TEXT if self.exact else tolerance_text(self.rel_tol)
+
+    def whole_expected(self) -> int:
+        """The key of an exact exercise, refused if it is not a whole number."""
+        value = self.expected()
+        if not math.isclose(value, round(value), rel_tol=0, abs_tol=1e-9 * max(1.0, abs(value))):
+            raise ChalkError(f"exercise {self.id}: exact=True needs a whole-number key, got {value!r}")
+        return round(value)
 
     def verdict(self, answer: float) -> bool | str | None:
         """True if ``answer`` is right, a mistake's hint if it is that mistake, else None."""
         expected = self.expected()
-        if close(answer, expected, self.rel_tol):
+        if self.exact:
+            if whole_cell(answer) == f"={self.whole_expected()}":
+                return True
+        elif close(answer, expected, self.rel_tol):
             return True
         for m in self.mistakes:
-            if close(answer, m.wrong_answer(expected), self.rel_tol):
+            wrong = m.wrong_answer(expected)
+            if (whole_cell(answer) == f"={round(wrong)}" if self.exact and float(answer).is_integer()
+                    else close(answer, wrong, self.rel_tol)):
                 return m.hint
         return None
 
@@ -142,15 +185,178 @@ class SealedExercise:
     right: frozenset[str]
     mistakes: tuple[tuple[str, frozenset[str]], ...] = ()
     points: float = 1.0
+    topic: str = ""
+    judgement: bool = False
+    exact: bool = False
+    kind: ClassVar[str] = NUMBER
 
     def tolerance_text(self) -> str:
-        return tolerance_text(self.rel_tol)
+        return EXACT_TEXT if self.exact else tolerance_text(self.rel_tol)
 
     def verdict(self, answer: float) -> bool | str | None:
-        mine = digest(self.salt, cell(answer, self.rel_tol))
+        whole = self.exact and float(answer).is_integer()
+        mine = digest(self.salt, whole_cell(answer) if whole else cell(answer, self.rel_tol))
         if mine in self.right:
             return True
         return next((hint for hint, hashed in self.mistakes if mine in hashed), None)
+
+
+# --- choices --------------------------------------------------------------------------------
+def normal_text(text: str) -> str:
+    """An answer or option as compared: case and runs of white space ignored."""
+    return " ".join(str(text).casefold().split())
+
+
+_LETTER = re.compile(r"\(?([a-z])[).]?")
+_SEPARATORS = re.compile(r"\s*(?:[,;/&+]|\band\b)\s*")
+
+
+class _Options:
+    """Reading a student's answer as option letters, shared by the plain and the sealed keys."""
+    id: str
+    options: dict[str, str]
+
+    def _one(self, text: str) -> str | None:
+        n = normal_text(text)
+        if (m := _LETTER.fullmatch(n)) and m.group(1) in self.options:
+            return m.group(1)
+        return next((letter for letter, option in self.options.items() if normal_text(option) == n), None)
+
+    def letters(self, answer) -> frozenset[str] | None:
+        """The letters ``answer`` names (by letter or by text, any case and spacing; for a set, a
+        string like "a, c" or "ac" or a collection), or None if it names something else."""
+        if isinstance(answer, str):
+            if (one := self._one(answer)) is not None:
+                return frozenset({one})
+            if self.kind != CHOICES:
+                return None
+            n = normal_text(answer)
+            parts = [p for p in _SEPARATORS.split(n) if p]
+            if len(parts) == 1:
+                bare = n.replace(" ", "")
+                parts = list(bare) if re.fullmatch(r"[a-z]+", bare) else parts
+        elif self.kind == CHOICES and isinstance(answer, Iterable) and not isinstance(answer, (bytes, dict)):
+            parts = list(answer)
+            if not all(isinstance(p, str) for p in parts):
+                return None
+        else:
+            return None
+        found = [self._one(p) for p in parts]
+        if not found or None in found or len(set(found)) != len(found):
+            return None
+        return frozenset(found)
+
+    def letters_text(self) -> str:
+        letters = list(self.options)
+        return f"{letters[0]} to {letters[-1]}"
+
+    def shown(self, letters: frozenset[str]) -> str:
+        return ", ".join(f"({x})" for x in sorted(letters))
+
+
+def _check_options(ex_id: str, options: dict, answer: frozenset, feedback: dict, many: bool) -> None:
+    letters = list(options)
+    if len(letters) < 2 or letters != [chr(ord("a") + i) for i in range(len(letters))]:
+        raise ChalkError(f"exercise {ex_id}: options must be keyed 'a', 'b', ... in order (at least two), "
+                         f"got {letters}")
+    texts = [normal_text(t) for t in options.values()]
+    if not all(isinstance(t, str) and t.strip() for t in options.values()) or len(set(texts)) != len(texts):
+        raise ChalkError(f"exercise {ex_id}: options must be distinct, non-empty texts")
+    if any(_LETTER.fullmatch(t) for t in texts):
+        raise ChalkError(f"exercise {ex_id}: an option's text must not read as a letter")
+    if not answer or not answer <= set(letters) or (not many and len(answer) != 1):
+        raise ChalkError(f"exercise {ex_id}: answer must be {'letters' if many else 'one letter'} of "
+                         f"{', '.join(letters)}, got {sorted(answer)}")
+    unknown = set(feedback) - set(letters)
+    if unknown:
+        raise ChalkError(f"exercise {ex_id}: feedback names letters that are no option: {sorted(unknown)}")
+    if not many and answer & set(feedback):
+        raise ChalkError(f"exercise {ex_id}: feedback is for wrong options; the answer {sorted(answer)[0]!r} has some")
+
+
+@dataclass(frozen=True)
+class Choice(_Options):
+    """One option of several is right (``answer``, a letter). ``feedback`` maps each wrong letter
+    to what a student who picks it reads (why it fails); a wrong letter without feedback gets
+    ``hint``."""
+    id: str
+    options: dict[str, str]
+    answer: str
+    feedback: dict[str, str]
+    hint: str
+    topic: str = ""
+    points: float = 1.0
+    kind: ClassVar[str] = CHOICE
+    judgement: ClassVar[bool] = True
+    exact: ClassVar[bool] = False
+
+    def __post_init__(self):
+        _check_options(self.id, self.options, frozenset({self.answer}) if isinstance(self.answer, str)
+                       else frozenset(), self.feedback, many=False)
+
+    def right_letters(self) -> frozenset[str]:
+        return frozenset({self.answer})
+
+    def entry(self, letter: str) -> tuple[bool, str]:
+        """(whether ``letter`` belongs to the answer, the feedback shown when it is misjudged)."""
+        return letter in self.right_letters(), self.feedback.get(letter, "")
+
+
+@dataclass(frozen=True)
+class Choices(Choice):
+    """Every option that applies (``answer``: a set of letters, or a string like "a, c").
+    ``feedback`` maps a letter to what a student reads when they misjudge it: pick it though it
+    does not apply, or leave it out though it does."""
+    answer: frozenset[str] | set[str] | str
+    kind: ClassVar[str] = CHOICES
+
+    def __post_init__(self):
+        letters = self.letters(self.answer) if isinstance(self.answer, str) else frozenset(self.answer)
+        if letters is None:
+            raise ChalkError(f"exercise {self.id}: answer {self.answer!r} names no set of options")
+        object.__setattr__(self, "answer", frozenset(letters))
+        _check_options(self.id, self.options, self.answer, self.feedback, many=True)
+
+    def right_letters(self) -> frozenset[str]:
+        return self.answer
+
+
+def _stream(salt: str, letter: str, n: int) -> bytes:
+    blocks = (hashlib.sha256(f"{salt}|{letter}|pad|{i}".encode()).digest() for i in range(n // 32 + 1))
+    return b"".join(blocks)[:n]
+
+
+def seal_entry(salt: str, letter: str, right: bool, feedback: str, size: int) -> str:
+    """One option's (right?, feedback), padded to ``size`` bytes and masked by a stream that only
+    the option's letter and the salt give, so every option's entry looks alike."""
+    plain = json.dumps({"r": right, "f": feedback}).encode().ljust(size)
+    return base64.b64encode(bytes(a ^ b for a, b in zip(plain, _stream(salt, letter, size)))).decode()
+
+
+def open_entry(salt: str, letter: str, sealed: str) -> tuple[bool, str]:
+    masked = base64.b64decode(sealed)
+    data = json.loads(bytes(a ^ b for a, b in zip(masked, _stream(salt, letter, len(masked)))))
+    return bool(data["r"]), str(data["f"])
+
+
+@dataclass(frozen=True)
+class SealedChoice(_Options):
+    """A choice as the student package carries it: the options' texts, and each option's verdict
+    and feedback masked and filed under its salted hash (``seal_entry``); no file says which
+    option is right, not even by leaving it out."""
+    id: str
+    options: dict[str, str]
+    hint: str
+    salt: str
+    entries: dict[str, str]
+    points: float = 1.0
+    topic: str = ""
+    kind: str = CHOICE
+    judgement: ClassVar[bool] = True
+    exact: ClassVar[bool] = False
+
+    def entry(self, letter: str) -> tuple[bool, str]:
+        return open_entry(self.salt, letter, self.entries[digest(self.salt, f"option|{letter}")])
 
 
 def answer_text(x: float) -> str:
@@ -170,7 +376,8 @@ class Result:
     status: str
     message: str
     """What follows the status word: the student's value, unit and tolerance, and a hint."""
-    answer: float | None = None
+    answer: float | str | None = None
+    """The number judged, or the letters picked ("a, c"); None when unanswered or unreadable."""
 
     def _repr_markdown_(self) -> str:
         # Dingbats that common text fonts carry, so no emoji font is needed to show them.
@@ -181,9 +388,40 @@ class Result:
         return f"[{self.status}] {self.id}: {self.message}"
 
 
-def judge(exercise: Exercise | SealedExercise, answer) -> Result:
-    """Compare ``answer`` with the key; name the typical mistake when the answer matches one."""
+def _judge_choice(ex, answer) -> Result:
+    many = ex.kind == CHOICES
+    wanted = (f"the letters of every option that applies, e.g. \"a, c\" ({ex.letters_text()})" if many
+              else f"one letter, {ex.letters_text()}, or an option's text")
+    if answer is ... or answer is None:
+        return Result(ex.id, UNANSWERED, f"set `{ex.id}` to {wanted}")
+    picked = ex.letters(answer)
+    if picked is None:
+        return Result(ex.id, WRONG, f"expected {wanted}, got {answer!r:.60}")
+    given = ex.shown(picked)
+    entries = {letter: ex.entry(letter) for letter in ex.options}
+    misjudged = [x for x, (right, _) in entries.items() if right != (x in picked)]
+    if not misjudged:
+        return Result(ex.id, RIGHT, f"{given} {'is the right set' if many else 'is right'}", given)
+    if not many:
+        feedback = entries[next(iter(picked))][1]
+        return Result(ex.id, WRONG, f"{given} is not the right choice. "
+                                    f"{f'Why not: {feedback}' if feedback else f'Hint: {ex.hint}'}", given)
+    notes = []
+    for x in misjudged:
+        right, feedback = entries[x]
+        what = f"({x}) {'applies too' if right else 'does not apply'}"
+        notes.append(f"{what}: {feedback}" if feedback else what)
+    return Result(ex.id, WRONG, f"{given} is not the right set ({len(misjudged)} option(s) misjudged). "
+                                f"{' '.join(n if n.endswith(('.', '!', '?')) else n + '.' for n in notes)} "
+                                f"Hint: {ex.hint}", given)
+
+
+def judge(exercise, answer) -> Result:
+    """Compare ``answer`` with the key; name the typical mistake when the answer matches one, or
+    give the feedback of each option misjudged."""
     ex = exercise
+    if ex.kind in (CHOICE, CHOICES):
+        return _judge_choice(ex, answer)
     wanted = f"{ex.unit}, {ex.tolerance_text()}"
     if answer is ... or answer is None:
         return Result(ex.id, UNANSWERED, f"set `{ex.id}` to a number ({wanted})")
@@ -192,20 +430,29 @@ def judge(exercise: Exercise | SealedExercise, answer) -> Result:
     value = float(answer)
     given = f"{answer_text(value)} ({ex.unit})"
     verdict = ex.verdict(value)
+    hint = f"A typical slip: {verdict}" if isinstance(verdict, str) else f"Hint: {ex.hint}"
+    if ex.exact:
+        if verdict is True:
+            return Result(ex.id, RIGHT, f"{given} is the answer ({EXACT_TEXT})", value)
+        return Result(ex.id, WRONG, f"{given} is not the answer ({EXACT_TEXT}). {hint}", value)
     if verdict is True:
         return Result(ex.id, RIGHT, f"{given} is {ex.tolerance_text()} of the answer", value)
-    hint = f"A typical slip: {verdict}" if verdict else f"Hint: {ex.hint}"
     return Result(ex.id, WRONG, f"{given} is not {ex.tolerance_text()} of the answer. {hint}", value)
 
 
 # --- problem sets ---------------------------------------------------------------------------
-def sealed_exercises(table: dict) -> dict[str, SealedExercise]:
+def _sealed_one(e: dict) -> SealedExercise | SealedChoice:
+    common = dict(id=e["id"], hint=e["hint"], salt=e["salt"], points=e["points"], topic=e.get("topic", ""))
+    if e.get("kind", NUMBER) in (CHOICE, CHOICES):
+        return SealedChoice(**common, options=e["options"], entries=e["entries"], kind=e["kind"])
+    return SealedExercise(**common, unit=e["unit"], rel_tol=e["rel_tol"], right=frozenset(e["right"]),
+                          judgement=e.get("judgement", False), exact=e.get("exact", False),
+                          mistakes=tuple((m["hint"], frozenset(m["cells"])) for m in e["mistakes"]))
+
+
+def sealed_exercises(table: dict) -> dict[str, SealedExercise | SealedChoice]:
     """The exercises of a sealed table (``chalk.teaching.seal.seal``), keyed by id."""
-    return {e["id"]: SealedExercise(
-        id=e["id"], unit=e["unit"], rel_tol=e["rel_tol"], hint=e["hint"], salt=e["salt"],
-        right=frozenset(e["right"]), points=e["points"],
-        mistakes=tuple((m["hint"], frozenset(m["cells"])) for m in e["mistakes"]))
-        for e in table["exercises"]}
+    return {e["id"]: _sealed_one(e) for e in table["exercises"]}
 
 
 def _sealed(chapter: str) -> dict[str, SealedExercise]:
@@ -216,7 +463,7 @@ def _sealed(chapter: str) -> dict[str, SealedExercise]:
     return sealed_exercises(json.loads(path.read_text(encoding="utf-8")))
 
 
-def problem_set(chapter: str) -> dict[str, Exercise | SealedExercise]:
+def problem_set(chapter: str) -> dict[str, Exercise | Choice | SealedExercise | SealedChoice]:
     """The exercises of ``chapter`` (e.g. ``"01_batching"``), keyed by id: the instructor's key
     where ``chalk.teaching.problems`` exists, else the sealed key the student package carries."""
     name = f"chalk.teaching.problems.ch{chapter}"
@@ -246,6 +493,10 @@ def answer_record(value):
     try:
         if isinstance(value, numbers.Real):
             return float(value)
+        if isinstance(value, str):
+            return {"str": value[:500]}
+        if isinstance(value, (set, frozenset, list, tuple)) and len(value) <= 26 and all(isinstance(v, str) for v in value):
+            return {"strs": sorted(v[:500] for v in value)}
         return {"repr": repr(value)[:200]}
     except Exception as err:  # a student's object whose repr or float raises
         return {"repr": f"<unreadable: {type(err).__name__}>"}
@@ -254,7 +505,10 @@ def answer_record(value):
 def record_value(record):
     """The inverse of ``answer_record`` as far as ``judge`` needs: a number, None, or a stand-in."""
     if isinstance(record, dict):
-        return record.get("bool", record.get("repr"))  # {"missing": true} -> None: unanswered
+        for kind in ("bool", "str", "strs", "repr"):
+            if kind in record:
+                return record[kind]
+        return None  # {"missing": true}: unanswered
     return record
 
 

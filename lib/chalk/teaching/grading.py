@@ -112,6 +112,9 @@ def frozen_key(chapter: str) -> dict[str, Exercise]:
     """
     frozen = {}
     for ex_id, ex in problem_set(chapter).items():
+        if not isinstance(ex, Exercise):  # a choice holds its answer as data, not as a function
+            frozen[ex_id] = ex
+            continue
         expected = ex.expected()
         mistakes = tuple(Mistake(m.hint, value=_constant(m.wrong_answer(expected))) for m in ex.mistakes)
         frozen[ex_id] = replace(ex, expected=_constant(expected), mistakes=mistakes)

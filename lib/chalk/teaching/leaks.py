@@ -79,9 +79,11 @@ class Leak:
 
 
 def answers(chapters: list[str] | None = None) -> list[Answer]:
-    """Every exercise's expected value, from the instructor's keys."""
+    """Every numeric exercise's expected value, from the instructor's keys (a choice's answer is a
+    letter, which no text can be searched for)."""
     return [Answer(c, ex.id, ex.expected(), ex.rel_tol, ex.unit)
-            for c in (chapters if chapters is not None else known_problem_sets()) for ex in problem_set(c).values()]
+            for c in (chapters if chapters is not None else known_problem_sets()) for ex in problem_set(c).values()
+            if ex.kind == "number"]
 
 
 def unsearchable(found: list[Answer]) -> list[Answer]:
