@@ -272,7 +272,7 @@ EXERCISES = (
         id="min_batch_compute",
         expected=lambda: float(math.ceil(roofline.balance_batch(SCAN["chip"], SCAN["model"],
                                                                 context=SCAN["context"]))),
-        unit="sequences (a whole number)", rel_tol=0.005,
+        unit="sequences", exact=True, rel_tol=0.005,
         hint="scan B = 1, 2, 3, ... and stop at the first B where t_compute >= t_mem "
              "(roofline.numeric['t_compute'] and ['t_mem'] with (B, L, *rep.params(L))).",
         mistakes=(
@@ -374,7 +374,7 @@ EXERCISES = (
     Exercise(
         id="batch_from_price",
         expected=lambda: _price_batch(),
-        unit="sequences (a whole number)", rel_tol=0.02,
+        unit="sequences", exact=True, rel_tol=0.02,
         hint="scan B = 1, 2, 3, ...: a step of B sequences at short context lasts the read of the "
              "weights its tokens touch (roofline.numeric['t_step']); its rent over B is the cost "
              "per token. Stop at the first B whose cost is at most the price.",

@@ -217,7 +217,7 @@ EXERCISES = (
     Exercise(
         id="max_batch_kimi",
         expected=lambda: float(_placement().max_batch),
-        unit="sequences (a whole number)", rel_tol=0.002,
+        unit="sequences", exact=True, rel_tol=0.002,
         hint="moe.placement(model, system, batch, context, dtype, chips=64) and read .max_batch: each GPU "
              "holds as many whole sequences as its own free HBM takes, times the GPUs.",
         mistakes=(

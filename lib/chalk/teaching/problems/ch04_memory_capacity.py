@@ -191,7 +191,7 @@ EXERCISES = (
     Exercise(
         id="batch_ceiling",
         expected=lambda: _ceiling(),
-        unit="sequences (a whole number)", rel_tol=0.01,
+        unit="sequences", exact=True, rel_tol=0.01,
         hint="as P grows the weights per GPU vanish: B_max -> C E / (L b_kv), with C the usable HBM (90%).",
         mistakes=(
             Mistake("keep 10% of HBM free, as the course's fit checks do.", value=lambda: _ceiling(headroom=0)),
@@ -225,7 +225,7 @@ EXERCISES = (
     Exercise(
         id="llama_bf16_batch",
         expected=lambda: _published_batch(),
-        unit="sequences (a whole number)", rel_tol=0.02,
+        unit="sequences", exact=True, rel_tol=0.02,
         hint="16 GPUs: tensor parallel 8 in each machine, 2 pipeline stages. Per GPU the weights take "
              "N_tot b_w / 16; the rest holds B L b_kv / 8 with m = P = 2.",
         mistakes=(
@@ -248,7 +248,7 @@ EXERCISES = (
     Exercise(
         id="train_chips",
         expected=lambda: _train_chips(),
-        unit="GPUs (a whole number)", rel_tol=0.005,
+        unit="GPUs", exact=True, rel_tol=0.005,
         hint="bytes per parameter of the recipe x N_tot, over each GPU's usable HBM, rounded up.",
         mistakes=(
             Mistake("8-bit Adam keeps 12 bytes per parameter, not mixed-precision Adam's 16.",
@@ -258,7 +258,7 @@ EXERCISES = (
     Exercise(
         id="fits_from_stages",
         expected=lambda: _fits_from(),
-        unit="stages (one of the chart's)", rel_tol=0.005,
+        unit="stages (one of the chart's)", exact=True, rel_tol=0.005,
         hint="read the first bar whose top, weights and cache together, is under the dashed line.",
         mistakes=(
             Mistake("the cache sits on top of the weights: the whole bar must be under the line.",
@@ -278,7 +278,7 @@ EXERCISES = (
     Exercise(
         id="lpddr_sequences",
         expected=lambda: _spill(),
-        unit="sequences (a whole number)", rel_tol=0.01,
+        unit="sequences", exact=True, rel_tol=0.01,
         hint="the tier's capacity over one sequence's cache, memory.kv_per_sequence(model, context): caches "
              "parked there, to be swapped back into HBM before they decode.",
         mistakes=(
