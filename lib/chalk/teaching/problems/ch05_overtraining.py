@@ -2,44 +2,70 @@
 
 Expected values and typical wrong answers are computed from ``chalk.scaling`` when a check runs.
 The scenario constants below are the inputs the problem set states; none is a scenario the chapter
-works, so no answer is printed there.
+works, so no answer is printed there. The choice items' keys are letters; tests/test_problems_ch05.py
+recomputes the quantity each one turns on, with chalk and by hand, and asserts the letter.
 """
+import sympy as sp
+
 from ... import scaling
 from ...catalog import models
-from ...notation import D, N_act, a, b, eta_RL, kappa, p, q
-from ..exercises import Exercise, Mistake
+from ...notation import D, D_inf, N_act, a, b, eta_RL, eta_inf, kappa, p, q
+from ..exercises import Choice, Choices, Exercise, Mistake
 
-MOE = dict(active=30e9, total=200e9, tokens=20e12)
-"""``moe_train_flops``: a made-up MoE, 30 B active of 200 B, trained on 20 T tokens."""
-BUDGET_EPOCH = 3e25
-"""``frontier_n_epoch``: a training budget in FLOPs, under Besiroglu et al.'s fit."""
-BUDGET_TPP = 1e27
-"""``tpp_hoffmann``: a budget for the tokens per parameter on Hoffmann et al.'s frontier."""
 EXPONENTS = dict(p=0.5, q=2.0)
 """``equal_terms_ratio`` and ``heuristic_penalty_pct``: f = a x^p + b x^-q."""
-RL_SPLIT = dict(kappa=4.0, rl_inefficiency=3.0)
-"""``split_rl``: RL that trains on half its rollouts (kappa = 2 + 4/2), at a third of pre-training's efficiency."""
-SERVE = dict(tokens_per_second=30e6, days=90, active_params=60e9)
-"""``lecture_ratio_variant``: the lecture's arithmetic with other guesses."""
+RL_SPLIT = dict(decode_inefficiency=4.0, trained_fraction=0.25, extra_forwards=2.0)
+"""``split_rl``: rollouts generated at a quarter of pre-training's efficiency, a quarter of them
+trained on with two extra forward passes each, as the chapter's RL model counts them."""
+FIFTY = dict(tokens_per_second=40e6, days=90, active_params=150e9, inference_inefficiency=3.0, frontier_odds=0.6)
+"""``fifty_fifty_discounted``: Dwarkesh's 50/50 split, with the served tokens discounted by the
+odds that the model stays frontier long enough to serve them."""
 PUBLISHED = "llama-3-70b"
 """``llama70_vs_optimal``: the model card's parameters and tokens give its training budget."""
 LIFE = dict(fit="epoch", target_loss=2.0, inference_tokens=1e14, inference_inefficiency=3.0)
 """``lifetime_n``: a lifetime optimum without RL."""
 FIGURE = dict(p=1.0, q=2.5)
 """``read_minimum``: the heuristic figure drawn in the problem set, a = b = 1."""
+VERDICT = dict(params=500e9, tokens=30e12)
+"""``fit_verdict``: a made-up dense model and its pre-training tokens, judged under both fits."""
+OWN = dict(params=30e9, tokens=40e12, inference_tokens=5e12, inference_inefficiency=3.0)
+"""``lifetime_verdict``: a made-up small model, judged against the lifetime optimum at its own loss."""
+MIX = dict(input_tokens=500e9, cached_share=0.4, output_tokens=120e9, decode_inefficiency=3.0)
+"""``served_mix_split``: a provider's day of traffic (prompt tokens, the share of them read from
+a prefix cache, output tokens)."""
 
 
-def _moe_flops(n):
-    return float(scaling.pretraining_flops.subs({N_act: n, D: MOE["tokens"]}))
+def _split(rl_per_rollout_token):
+    """D_pre / D_RL at equal costs, for RL costing ``rl_per_rollout_token`` (kappa / eta_RL)."""
+    return float(scaling.split_rl.subs({kappa: rl_per_rollout_token, eta_RL: 1}))
 
 
-def _split(k, ineff):
-    return float(scaling.split_rl.subs({kappa: k, eta_RL: 1 / ineff}))
+def _rl(inefficiency=RL_SPLIT["decode_inefficiency"], fraction=RL_SPLIT["trained_fraction"],
+        extra=RL_SPLIT["extra_forwards"]):
+    return scaling.rl_flops_per_rollout_token(1 / inefficiency, fraction, extra)
 
 
-def _ratio_variant(seconds_per_day=scaling.SECONDS_PER_DAY, per_thirds=1.0):
-    tokens = SERVE["tokens_per_second"] * SERVE["days"] * seconds_per_day * per_thirds
-    return scaling.overtraining_ratio(SERVE["active_params"], tokens)
+def _rl_forward_reused():
+    """The trained tokens' forward pass taken from the rollout: 4 + 2 r per trained token, not 6 + 2 r."""
+    return _rl() - RL_SPLIT["trained_fraction"] * float(scaling.forward_flops.subs(N_act, 1))
+
+
+def _rl_one_efficiency():
+    """The lecture's form: generation and training together, all at the rollouts' efficiency."""
+    return _rl(inefficiency=1.0) * RL_SPLIT["decode_inefficiency"]
+
+
+_PRE_HALF_OF_INFERENCE = sp.solve(sp.Eq(scaling.pretraining_flops, scaling.inference_flops / 2), D)[0]
+"""D_pre when pre-training costs half what inference costs: the 50/50 split with the training half
+shared equally by pre-training and RL (a quarter of the lifetime each)."""
+_PRE_EQUALS_INFERENCE = sp.solve(sp.Eq(scaling.pretraining_flops, scaling.inference_flops), D)[0]
+
+
+def _fifty(split=_PRE_HALF_OF_INFERENCE, odds=FIFTY["frontier_odds"]):
+    f = FIFTY
+    d_inf = scaling.served_tokens(f["tokens_per_second"], f["days"]) * odds
+    d_pre = float(split.subs({D_inf: d_inf, eta_inf: 1 / f["inference_inefficiency"]}))
+    return scaling.overtraining_ratio(f["active_params"], d_pre)
 
 
 def _published_budget():
@@ -62,48 +88,47 @@ def _x(exponents):
     return float(scaling.heuristic_x_min.subs(values)), float(scaling.heuristic_x_equal.subs(values))
 
 
-ACTIVE = "an MoE token meets only its routed experts: 6 N D uses the active parameters."
+def _mix_split(prefill_inefficiency=1.0, cached_inefficiency=None, decode_inefficiency=MIX["decode_inefficiency"]):
+    """D_pre / D_inf by the thirds (pre-training costs what inference costs), D_inf every served
+    token, with each kind of token at its own inefficiency; cache hits cost no FLOPs unless
+    ``cached_inefficiency`` is given."""
+    m = MIX
+    cached = m["input_tokens"] * m["cached_share"]
+    parts = [(m["input_tokens"] - cached, prefill_inefficiency), (m["output_tokens"], decode_inefficiency)]
+    if cached_inefficiency is not None:
+        parts.append((cached, cached_inefficiency))
+    flops = sum(float(scaling.inference_flops.subs({N_act: 1, D_inf: tokens, eta_inf: 1 / ineff}))
+                for tokens, ineff in parts)
+    served = m["input_tokens"] + m["output_tokens"]
+    efficiency = float(scaling.inference_flops.subs({N_act: 1, D_inf: served, eta_inf: 1})) / flops
+    return float(scaling.split_inf.subs(eta_inf, efficiency))
+
+
 UNITS_B = "the answer is asked in parameters, not billions."
 
 EXERCISES = (
-    Exercise(
-        id="moe_train_flops",
-        expected=lambda: _moe_flops(MOE["active"]),
-        unit="FLOPs", rel_tol=0.01,
-        hint="6 FLOPs per active parameter per token: 2 forward, 4 backward.",
-        mistakes=(
-            Mistake(ACTIVE, value=lambda: _moe_flops(MOE["total"])),
-            Mistake("that is the forward pass alone (2 N D); training adds a backward pass twice as costly.",
-                    factor=1 / 3),
-            Mistake("the backward pass costs twice the forward, not the same: 6 N D, not 4 N D.", factor=2 / 3),
-        )),
-    Exercise(
-        id="frontier_n_epoch",
-        expected=lambda: scaling.compute_optimal(BUDGET_EPOCH, "epoch")[0],
-        unit="parameters", rel_tol=0.02,
-        hint="minimise L(N, C/(6N)) over N, or use scaling.compute_optimal(C, fit='epoch').",
-        mistakes=(
-            Mistake("that is Hoffmann et al.'s fit; the question asks for Besiroglu et al.'s ('epoch').",
-                    value=lambda: scaling.compute_optimal(BUDGET_EPOCH, "hoffmann")[0]),
-            Mistake("that is the 20-tokens-per-parameter rule, sqrt(C / 120); the question asks for the fit's optimum.",
-                    value=lambda: (BUDGET_EPOCH / (6 * 20)) ** 0.5),
-            Mistake(UNITS_B, factor=1e-9),
-        )),
-    Exercise(
-        id="tpp_hoffmann",
-        expected=lambda: (lambda n, d: d / n)(*scaling.compute_optimal(BUDGET_TPP, "hoffmann")),
-        unit="tokens per parameter", rel_tol=0.02,
-        hint="D*/N* grows as C^((alpha - beta)/(alpha + beta)) on Hoffmann's Approach 3 frontier.",
-        mistakes=(
-            Mistake("20 is the rule of Hoffmann's Approaches 1 and 2; Approach 3's ratio grows with the budget.",
-                    value=lambda: 20.0),
-            Mistake("that is Besiroglu et al.'s fit; the question asks for Hoffmann et al.'s Approach 3.",
-                    value=lambda: (lambda n, d: d / n)(*scaling.compute_optimal(BUDGET_TPP, "epoch"))),
-            Mistake("tokens over parameters, D/N, not N/D.",
-                    value=lambda: (lambda n, d: n / d)(*scaling.compute_optimal(BUDGET_TPP, "hoffmann"))),
-        )),
+    Choice(
+        id="fit_verdict",
+        topic="the compute-optimal frontier under two fits",
+        options={
+            "a": "over-trained (smaller than compute-optimal) under both fits",
+            "b": "under-trained (larger than compute-optimal) under both fits",
+            "c": "under-trained under Hoffmann et al.'s Approach 3, over-trained under Besiroglu et al.'s fit",
+            "d": "over-trained under Hoffmann et al.'s Approach 3, under-trained under Besiroglu et al.'s fit",
+        },
+        answer="c",
+        feedback={
+            "a": "that is Besiroglu et al.'s verdict; Approach 3's tokens per parameter climb with the budget, "
+                 "and at this budget it wants more tokens per parameter than this model got.",
+            "b": "that is Approach 3's verdict only; Besiroglu et al.'s fit keeps the optimum near 20 tokens per "
+                 "parameter, far below this model's.",
+            "d": "the other way round: Approach 3 (alpha > beta) asks for more tokens per parameter at large "
+                 "budgets than Besiroglu et al.'s fit, so it is the one that finds the model too large.",
+        },
+        hint="compute C = 6 N D, then N* under each fit (scaling.compute_optimal(C, fit)) and compare with N."),
     Exercise(
         id="equal_terms_ratio",
+        topic="the equal-cost heuristic",
         expected=lambda: float(scaling.heuristic_term_ratio.subs({p: EXPONENTS["p"],
                                                                   q: EXPONENTS["q"]})),
         unit="dimensionless ratio (rising term / falling term)", rel_tol=0.01,
@@ -115,6 +140,7 @@ EXERCISES = (
         )),
     Exercise(
         id="heuristic_penalty_pct",
+        topic="the equal-cost heuristic",
         expected=lambda: 100 * (scaling.heuristic_penalty(EXPONENTS["p"], EXPONENTS["q"]) - 1),
         unit="percent", rel_tol=0.02,
         hint="evaluate f where a x^p = b x^-q and at the minimum; the ratio does not depend on a and b.",
@@ -126,29 +152,43 @@ EXERCISES = (
         )),
     Exercise(
         id="split_rl",
-        expected=lambda: _split(RL_SPLIT["kappa"], RL_SPLIT["rl_inefficiency"]),
+        topic="the cost of RL",
+        expected=lambda: _split(_rl()),
         unit="dimensionless ratio D_pre / D_RL", rel_tol=0.01,
-        hint="set 6 N D_pre = kappa N D_RL / eta_RL and solve for D_pre / D_RL.",
+        hint="per rollout token RL costs 2/eta_dec (generation) + f (6 + 2 r) (training, at training's "
+             "efficiency); set 6 N D_pre equal to that times N D_RL.",
         mistakes=(
-            Mistake("that multiplies by the efficiency, the board's slip: inefficiency raises the RL cost.",
-                    value=lambda: _split(RL_SPLIT["kappa"], 1 / RL_SPLIT["rl_inefficiency"])),
-            Mistake("that ignores the RL inefficiency.", value=lambda: _split(RL_SPLIT["kappa"], 1.0)),
-            Mistake("upside down: the ratio asked is D_pre / D_RL.",
-                    value=lambda: 1 / _split(RL_SPLIT["kappa"], RL_SPLIT["rl_inefficiency"])),
+            Mistake("the trainer cannot reuse the inference engine's forward pass (its activations are gone): "
+                    "each trained token costs a full forward and backward, 6, plus the extra passes.",
+                    value=lambda: _split(_rl_forward_reused())),
+            Mistake("the extra forward passes (reference model, old policy) cost 2 each per trained token.",
+                    value=lambda: _split(_rl(extra=0.0))),
+            Mistake("only the generation runs at decode's efficiency; the trainer runs at training's.",
+                    value=lambda: _split(_rl_one_efficiency())),
+            Mistake("generation runs in the inference engine at a quarter of training's efficiency: "
+                    "2/eta_dec, not 2.", value=lambda: _split(_rl(inefficiency=1.0))),
+            Mistake("upside down: the ratio asked is D_pre / D_RL.", value=lambda: 1 / _split(_rl())),
         )),
     Exercise(
-        id="lecture_ratio_variant",
-        expected=lambda: _ratio_variant(),
+        id="fifty_fifty_discounted",
+        topic="the lecture's arithmetic: the 50/50 split",
+        expected=lambda: _fifty(),
         unit="times the 20:1 rule", rel_tol=0.01,
-        hint="D_inf = rate x days x 86,400 s; by the thirds D_pre = D_inf; divide by 20 N.",
+        hint="expected D_inf = rate x days x 86,400 s x the odds; under 50/50 pre-training gets a quarter of "
+             "the lifetime, so 6 N D_pre = (2 N D_inf / eta) / 2; divide D_pre by 20 N.",
         mistakes=(
-            Mistake("a day has 86,400 seconds, not 3,600.", value=lambda: _ratio_variant(3600)),
-            Mistake("the thirds give D_pre = D_inf (it is D_RL that is D_pre / 1.5).",
-                    value=lambda: _ratio_variant(per_thirds=1 / 1.5)),
+            Mistake("that sets pre-training's cost equal to inference's (the thirds); under the 50/50 split "
+                    "pre-training and RL share the training half, so pre-training costs half of inference.",
+                    value=lambda: _fifty(split=_PRE_EQUALS_INFERENCE)),
+            Mistake("a model that may not stay frontier serves only its expected tokens: discount D_inf by the odds.",
+                    value=lambda: _fifty(odds=1.0)),
+            Mistake("that is the thirds without the discount: both the split and the odds are asked for.",
+                    value=lambda: _fifty(split=_PRE_EQUALS_INFERENCE, odds=1.0)),
             Mistake("the 20:1 rule asks for 20 N tokens: divide by 20 as well as by N.", factor=20),
         )),
     Exercise(
         id="llama70_vs_optimal",
+        topic="real models against the frontier",
         expected=lambda: _size_over_optimal("epoch"),
         unit="dimensionless ratio N / N*", rel_tol=0.02,
         hint="C = 6 N D from the model card; then N* = scaling.compute_optimal(C, fit='epoch')[0].",
@@ -160,6 +200,7 @@ EXERCISES = (
         )),
     Exercise(
         id="lifetime_n",
+        topic="the lifetime optimum at a fixed loss",
         expected=lambda: _lifetime_n(1 / LIFE["inference_inefficiency"]),
         unit="parameters", rel_tol=0.02,
         hint="minimise 6 N D + 2 N D_inf / eta over the curve L(N, D) = 2.0, e.g. with scaling.lifetime_optimal.",
@@ -170,8 +211,92 @@ EXERCISES = (
                     value=lambda: _lifetime_n(1.0)),
             Mistake(UNITS_B, factor=1e-9),
         )),
+    Choice(
+        id="lifetime_verdict",
+        topic="the lifetime optimum at a fixed loss",
+        options={
+            "a": "over-trained for its lifetime: a larger model on fewer tokens reaches the same loss for fewer "
+                 "lifetime FLOPs",
+            "b": "under-trained for its lifetime: a smaller model on more tokens reaches the same loss for fewer "
+                 "lifetime FLOPs",
+            "c": "at its lifetime optimum, to within 5% in parameters",
+            "d": "over-training never costs lifetime FLOPs: any model past 20 tokens per parameter is cheaper to "
+                 "serve, so it cannot be past its optimum",
+        },
+        answer="a",
+        feedback={
+            "b": "that would hold for a model that serves far more tokens than it was trained on; this one serves "
+                 "an eighth of its pre-training tokens, too few to pay for so small a model.",
+            "c": "compute the optimum at the model's own loss: it is far from this model's size.",
+            "d": "a smaller model saves inference FLOPs only in proportion to the tokens it serves; past the "
+                 "lifetime optimum the extra pre-training costs more than serving saves.",
+        },
+        hint="take the model's own loss as the target (scaling.loss) and find the lifetime optimum for its "
+             "served tokens (scaling.lifetime_optimal); compare N."),
+    Choice(
+        id="extrapolation_bias",
+        topic="the lifetime optimum: limits of the fits",
+        options={
+            "a": "a larger model at fewer tokens per parameter: the fit over-estimated what extra tokens buy, so "
+                 "its optimum was biased toward over-training",
+            "b": "a smaller model at more tokens per parameter: the fit under-estimated what extra tokens buy, so "
+                 "its optimum was biased toward under-training",
+            "c": "the same model: a power law has no preferred scale, so extrapolating it cannot bias the optimum",
+            "d": "the same model on the same tokens, which will only reach a higher loss than planned",
+        },
+        answer="a",
+        feedback={
+            "b": "that would hold if the loss fell faster with data than the fit says; the runs at extreme ratios "
+                 "show it falls more slowly.",
+            "c": "the fit's exponent was measured at typical ratios; if the data term flattens beyond them, the "
+                 "law that holds there is a different one, and so is its optimum.",
+            "d": "the target loss is fixed: reaching it when tokens buy less takes a different mix, more parameters "
+                 "and fewer tokens per parameter.",
+        },
+        hint="at a fixed loss, the optimum trades tokens for parameters at the rate the fit says tokens buy "
+             "loss; ask which side of the trade got cheaper."),
+    Choices(
+        id="decode_rate_tokens",
+        topic="inference efficiency: prefill, cache and decode",
+        options={
+            "a": "the output tokens of chat answers",
+            "b": "the prompt tokens processed in prefill",
+            "c": "prompt tokens read from a prefix cache",
+            "d": "RL rollout tokens as the inference engine generates them",
+            "e": "pre-training tokens",
+        },
+        answer={"a", "d"},
+        feedback={
+            "a": "output tokens are generated one per step: decode, memory-bound, at decode's efficiency.",
+            "b": "a prefill pass carries thousands of tokens per weight read: it is compute-bound, near "
+                 "training's efficiency, not decode's.",
+            "c": "a cache hit skips the prefill: its FLOPs are nearly zero, not decode's.",
+            "d": "rollouts are generated token by token in the inference engine: decode, at its efficiency.",
+            "e": "training runs forward and backward on whole sequences at training's efficiency, the unit "
+                 "the others are measured in.",
+        },
+        hint="a token pays decode's inefficiency when it is produced one step at a time, each step reading "
+             "the weights for a handful of tokens."),
+    Exercise(
+        id="served_mix_split",
+        topic="inference efficiency: prefill, cache and decode",
+        judgement=True,
+        expected=lambda: _mix_split(),
+        unit="dimensionless ratio D_pre / D_inf", rel_tol=0.02,
+        hint="FLOPs per parameter: 2 per prefilled prompt token, 2 x 3 per output token, none per cache hit; "
+             "the thirds set 6 D_pre equal to their sum, with D_inf every served token.",
+        mistakes=(
+            Mistake("decode's inefficiency belongs to output tokens only: a prefill is compute-bound, and most "
+                    "served tokens are prompts.", value=lambda: _mix_split(prefill_inefficiency=3.0,
+                                                                           cached_inefficiency=3.0)),
+            Mistake("a prefix-cache hit skips the prefill: it costs (nearly) no FLOPs.",
+                    value=lambda: _mix_split(cached_inefficiency=1.0)),
+            Mistake("a prefill is compute-bound, near training's efficiency: charge it 2, not 2 x 3.",
+                    value=lambda: _mix_split(prefill_inefficiency=3.0)),
+        )),
     Exercise(
         id="read_minimum",
+        topic="the equal-cost heuristic",
         expected=lambda: _x(FIGURE)[0],
         unit="x (the figure's axis)", rel_tol=0.05,
         hint="read where the black total curve is lowest (the green line), not where the dashed terms cross.",
