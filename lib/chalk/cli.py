@@ -9,9 +9,9 @@ import re
 import sys
 import warnings
 
-from . import calculator, pricing
+from . import calculator, pricing, roofline
 from .catalog import hardware, models, prices, reference
-from .errors import ChalkError, number_text
+from .errors import ChalkError, ChalkWarning, DoesNotFit, number_text
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_DOES_NOT_FIT = 0, 2, 3
 
@@ -132,8 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", nargs="?", help="one entry, e.g. google/gemini-2.5-pro (default: all)")
 
     p = sub.add_parser("deduce", help="what a provider's prices imply (decode MFU, multipliers, KV bytes, cache tier)",
-                       description="Read a price list backwards: a catalog entry (--price) or prices typed in "
-                                   "(--input, --output and the optional cache and step flags), in USD per million tokens.")
+                       description="Read a price list backwards: a catalog entry (--price) or prices typed in: "
+                                   "--input, --output and the cache flags in USD per million tokens, the step as a "
+                                   "context in tokens and two multipliers (ratios, not prices).")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--price", help="a price entry from `prices`, e.g. google/gemini-2.5-pro")
     source.add_argument("--input", type=_usd("input"), help="typed in: input price, USD per million tokens")
@@ -153,6 +154,15 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--chip", help="same, as a chip name")
     p.add_argument("--dtype", default="bf16", choices=DTYPES, type=str.casefold,
                    help="weights' format: b_w and the matmul rate (default bf16)")
+
+    p = sub.add_parser("measure", help="this machine's roofline: F, W and r measured, a decode step timed against it",
+                       description="Measure this machine's float32 matmul FLOP/s and memory bandwidth with NumPy, "
+                                   "time a dense and an MoE decode step over a sweep of batches, and set them "
+                                   "against the roofline predicted from the measured ceilings (Chapter 1's lab).")
+    p.add_argument("--threads", type=_whole("threads", 1, 1024), default=1,
+                   help="BLAS threads (default 1: one core's ceilings, the least disturbed by other work)")
+    p.add_argument("--repeats", type=_whole("repeats", 1, 100), default=5,
+                   help="timed rounds over each sweep, after a warm-up round; medians are reported (default 5)")
     return parser
 
 
@@ -212,8 +222,29 @@ def _fit_report(args) -> tuple[str, bool]:
     return _rows(rows), f.fits
 
 
+def _allreduce_rows(args, model, point, n) -> list[tuple[str, str]]:
+    """The tensor-parallel all-reduce line of a pass, with what it counts and what overlaps."""
+    hw = calculator.resolve(_target(args), args.chips)
+    if hw.count == 1:
+        return []
+    message = point.batch * n * model.d_model * roofline.ACTIVATION_BYTES
+    chip = hw.chip
+    fixed = f" + {chip.allreduce_fixed * 1e6:g} us each" if chip.allreduce_fixed else " (no measured fixed cost in the catalog)"
+    rows = [("all-reduce time (tensor parallel)", _ms(point.t_comm)),
+            ("  what it counts", f"2 x {model.n_layers} all-reduces of {message / 1e6:,.3g} MB, ring over "
+                                 f"{hw.count} chips at {chip.scale_up_bandwidth / 1e9:,.0f} GB/s per direction{fixed}"),
+            ("  what overlaps", "nothing: each layer waits for its sum, so it adds to max(compute, memory)")]
+    if chip.in_switch_reduction and hw.count <= chip.scale_up_domain:
+        t = roofline.replica(chip, model, args.dtype, hw.count).allreduce_time(point.batch, n, "in-switch")
+        rows.append(("  in-switch reduction", f"{_ms(t)} where the engine uses the switch's reduction (NVLink SHARP)"))
+    return rows
+
+
 def _serve(args) -> int:
     _check_names(args)
+    if args.prompt is not None and args.prompt > args.context:
+        raise ChalkError(f"prompt: --prompt {args.prompt:,} is longer than --context {args.context:,}; the context "
+                         "holds the prompt, so it must be at least as long")
     model = models.get(args.model)
     text, fits = _fit_report(args)
     print(f"{model.display} on {calculator.resolve(_target(args), args.chips).label}, {args.dtype} weights, "
@@ -225,14 +256,15 @@ def _serve(args) -> int:
     dec = calculator.decode(model, _target(args), args.batch, args.context, **knobs)
     prompt = args.prompt or max(args.context, 1)
     pre = calculator.prefill(model, _target(args), args.batch, prompt, **knobs)
-    for title, point in (("Decode step (1 new token per sequence)", dec),
-                         (f"Prefill pass ({_tokens(prompt)} per sequence)", pre)):
+    for title, point, n in (("Decode step (1 new token per sequence)", dec, 1),
+                            (f"Prefill pass ({_tokens(prompt)} per sequence)", pre, prompt)):
         formula, filled = calculator.substituted(point, model, _target(args), args.dtype, args.chips,
                                                  hardware.bytes_per_weight(args.kv_dtype), args.mfu,
                                                  args.memory_efficiency)
         print(f"\n{title}\n  t >= {formula}\n    = {filled}")
         print(_rows([("compute time", _ms(point.t_compute)), ("weight-read time", _ms(point.t_weights)),
-                     ("KV-read time", _ms(point.t_kv)), ("step time (lower bound)", _ms(point.t_step)),
+                     ("KV-read time", _ms(point.t_kv)), *_allreduce_rows(args, model, point, n),
+                     ("step time (lower bound)", _ms(point.t_step)),
                      ("regime", point.regime), ("tokens/s (replica)", f"{point.tokens_per_second:,.0f}"),
                      ("MFU at this bound", f"{point.mfu:.1%}")]))
     rates = calculator.rental_prices(_target(args), args.chips, args.usd_per_chip_hour)
@@ -343,7 +375,14 @@ def _list(args) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"list": _list, "serve": _serve, "fit": _fit, "prices": _prices, "deduce": _deduce}
+def _measure(args) -> int:
+    from . import measure  # by name, as the chapter modules are: `import chalk` stays quick
+    print(measure.table(measure.lab(args.threads, args.repeats)))
+    return EXIT_OK
+
+
+COMMANDS = {"list": _list, "serve": _serve, "fit": _fit, "prices": _prices, "deduce": _deduce,
+            "measure": _measure}
 
 
 def main(argv=None) -> int:
@@ -357,9 +396,12 @@ def main(argv=None) -> int:
 
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("always", calculator.ContextWarning)
+            warnings.simplefilter("always", ChalkWarning)
             warnings.showwarning = warn
             return COMMANDS[args.command](args)
+    except DoesNotFit as e:  # an answer, not bad input: README's exit 3, whichever command met it
+        print(f"python -m chalk {args.command}: {e}", file=sys.stderr)
+        return EXIT_DOES_NOT_FIT
     except ChalkError as e:
         print(f"python -m chalk {args.command}: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
