@@ -9,7 +9,8 @@ import re
 import nbformat
 import pytest
 
-from chalk.teaching.exercises import problem_set
+from chalk import moe
+from chalk.teaching.exercises import RIGHT, WRONG, judge, problem_set
 from chalk.teaching.problems import ch02_moe_racks as key
 from conftest import ROOT
 
@@ -28,14 +29,21 @@ KIMI_MLA_ATTENTION = (7168 * 1536 + 1536 * 64 * (128 + 64) + 7168 * (512 + 64) +
                       + 64 * 128 * 7168)
 # Qwen3-235B-A22B config.json: d_model 4,096, 94 layers all MoE, 128 experts top-8, width 1,536,
 # 64 query heads and 4 KV heads of 128, vocabulary 151,936, untied.
-QW_D, QW_LAYERS, QW_N, QW_FF, QW_VOCAB = 4096, 94, 128, 1536, 151936
+QW_D, QW_LAYERS, QW_N, QW_K, QW_FF, QW_VOCAB = 4096, 94, 128, 8, 1536, 151936
 QW_ATTENTION = QW_D * 64 * 128 * 2 + QW_D * 4 * 128 * 2
 # Spec sheets, per direction: H200 NVLink 4 900 GB/s both ways; H800 NVLink 400 GB/s both ways and a
-# 400 Gb/s NIC; GB300 288 GB HBM3e per GPU; Vera Rubin NVL72 288 GB HBM4 per GPU; TPU v5p ICI
-# 1,200 GB/s both ways; MI355X 288 GB per GPU, 8 per platform.
+# 400 Gb/s NIC; GB300 288 GB HBM3e per GPU, 8 TB/s, 5 PFLOP/s dense FP8, NVLink 5 1.8 TB/s both ways,
+# an 800 Gb/s ConnectX-8 per GPU; B200 (HGX) 8 TB/s, 4.5 PFLOP/s dense FP8, NVLink 5 1.8 TB/s both
+# ways; TPU v5p ICI 1,200 GB/s both ways; MI355X 288 GB per GPU, 8 per platform.
 H200_UP, H800_UP, NIC_400G = 450e9, 200e9, 400e9 / 8
-GB300_HBM = VR_HBM = MI355X_HBM = 288e9
+GB300_HBM = MI355X_HBM = 288e9
+GB300_HBM_BW, GB300_FP8, GB300_UP, GB300_NIC = 8e12, 5e15, 900e9, 800e9 / 8
+B200_HBM_BW, B200_UP = 8e12, 900e9
 V5P_UP = 1200e9 / 2
+# DeepSeek-V3 report: 160 GB/s achievable on the H800's 200 GB/s NVLink, the share the measured link
+# model applies to every chip; the fixed cost per call is fitted to DeepEP's table (chalk.moe).
+ETA_UP = 160 / 200
+ALPHA = moe.MEASURED.alpha
 # Harter (1961), Biometrika 48, Table 1: expected largest of 32 standard normals.
 Z_32 = 2.06967
 
@@ -60,6 +68,36 @@ def kimi_sequences_per_gpu():
     return (usable - experts - kimi_copies_bytes()) / kv_per_sequence
 
 
+def kimi_decode_layer(tokens_per_gpu=128, gpus=64, weight_bytes=1, activation_bytes=2):
+    """(all-to-all, matmuls, weight reads) of one Kimi K2 MoE layer decoding on a GB300 NVL72 with the
+    measured link model: two calls' fixed cost plus the bytes at 80% of NVLink; the busiest GPU's
+    routed experts (ceil(384 / gpus)) and the shared one, every expert touched at these batches."""
+    sent = 2 * tokens_per_gpu * KIMI_K * KIMI_D * activation_bytes * (1 - 1 / gpus)
+    a2a = 2 * ALPHA + sent / (ETA_UP * GB300_UP)
+    flops = GB300_FP8 / weight_bytes  # BF16 runs at half the FP8 rate
+    matmuls = 2 * tokens_per_gpu * (KIMI_K + 1) * expert(KIMI_D, KIMI_FF) / flops
+    reads = (math.ceil(KIMI_N / gpus) + 1) * expert(KIMI_D, KIMI_FF) * weight_bytes / GB300_HBM_BW
+    return a2a, matmuls, reads
+
+
+def qwen_hide_tokens():
+    """Tokens per GPU where Qwen3's nominal all-to-all on an HGX B200 equals one GPU's weight reads."""
+    reads = (QW_N // 8) * expert(QW_D, QW_FF) * 1 / B200_HBM_BW
+    per_token = 2 * QW_K * QW_D * 2 * (7 / 8) / B200_UP   # dispatch and combine, BF16, 7/8 leave the GPU
+    return reads / per_token
+
+
+def second_rack_ms_by_hand():
+    """DeepSeek-V3 on 64 GPUs of a GB300 NVL72, then of two, 40 tokens per GPU and micro-batch, nominal."""
+    tokens = 40
+    a2a_one = 2 * tokens * DS_K * DS_D * 2 * (63 / 64) / GB300_UP
+    a2a_two = 2 * tokens * DS_K * DS_D * 2 * (1 / 2) / GB300_NIC       # half the choices cross; NIC is slower
+    reads_one = (DS_N // 64 + 1) * expert(DS_D, DS_FF) / GB300_HBM_BW   # 4 routed + the shared expert
+    reads_two = (DS_N // 128 + 1) * expert(DS_D, DS_FF) / GB300_HBM_BW
+    assert a2a_one < reads_one and a2a_two > reads_two   # hides on one rack, not on two
+    return 1e3 * 2 * DS_MOE_LAYERS * (a2a_two - reads_one)
+
+
 def qwen_weights_gb():
     experts = (QW_N // 8) * QW_LAYERS * expert(QW_D, QW_FF)
     copies = 2 * QW_VOCAB * QW_D + QW_LAYERS * (QW_ATTENTION + QW_D * QW_N)
@@ -67,7 +105,6 @@ def qwen_weights_gb():
 
 
 INDEPENDENT = {
-    "experts_per_gpu_qwen": (math.ceil((QW_N + 52) / 8), 1e-9),
     "alltoall_mb_kimi": (2 * (4096 / 16) * KIMI_K * KIMI_D * 1 * (15 / 16) / 1e6, 1e-9),
     "alltoall_us_h200": (1e6 * 2 * (3000 / 8) * DS_K * DS_D * 2 * (7 / 8) / H200_UP, 1e-9),
     "expert_gb_decode": (math.ceil((DS_N + 32) / 144) * DS_MOE_LAYERS * expert(DS_D, DS_FF) / 1e9, 1e-9),
@@ -77,15 +114,15 @@ INDEPENDENT = {
     "max_batch_kimi": (64 * math.floor(kimi_sequences_per_gpu()), 1e-9),
     "weights_gb_qwen": (qwen_weights_gb(), 0.002),
     "imbalance_excess_pct": (100 * Z_32 * math.sqrt(32 * (DS_N - DS_K) / ((DS_N - 1) * 1024 * DS_K)), 1e-4),
-    "touched_experts_kimi": (KIMI_N * (1 - (1 - KIMI_K / KIMI_N) ** 24), 1e-9),
-    "busiest_chips_read": (KIMI_N % 72, 1e-9),
-    "max_params_vr_fp4": (72 * VR_HBM * 0.8 / 0.5 / 1e12, 1e-9),
     "torus_gbps": (4 / (3 * 12) * V5P_UP / 1e9, 1e-9),
+    "hide_tokens_qwen": (qwen_hide_tokens(), 1e-9),
+    "second_rack_ms": (second_rack_ms_by_hand(), 1e-9),
 }
+CHOICE_KEYS = {"hides_kimi_decode", "what_hides_kimi"}
 
 
 def test_every_exercise_has_an_independent_check():
-    assert len(INDEPENDENT) >= 10 and set(INDEPENDENT) == set(EXERCISES)
+    assert len(EXERCISES) >= 10 and set(INDEPENDENT) | CHOICE_KEYS == set(EXERCISES)
 
 
 @pytest.mark.parametrize("ex_id", INDEPENDENT)
@@ -116,9 +153,65 @@ def test_typical_mistakes_are_the_slips_they_name():
     fit = [m.wrong_answer(0) for m in EXERCISES["max_batch_kimi"].mistakes]
     assert fit[0] == math.floor(64 * kimi_sequences_per_gpu())
     assert EXERCISES["max_batch_kimi"].rel_tol < (fit[0] / INDEPENDENT["max_batch_kimi"][0] - 1) / 2
-    # NVL144 counts each of the 72 packages' memory twice
-    vr = [m.wrong_answer(0) for m in EXERCISES["max_params_vr_fp4"].mistakes]
-    assert vr[2] == pytest.approx(2 * INDEPENDENT["max_params_vr_fp4"][0])
+    # a second rack: the whole two-rack all-to-all added; each micro-batch's layer in series
+    rack = [m.wrong_answer(0) for m in EXERCISES["second_rack_ms"].mistakes]
+    a2a_one = 2 * 40 * DS_K * DS_D * 2 * (63 / 64) / GB300_UP
+    a2a_two = 2 * 40 * DS_K * DS_D * 2 * (1 / 2) / GB300_NIC
+    up_two = 2 * 40 * DS_K * DS_D * 2 * (63 / 128) / GB300_UP       # the choices that stay in the rack
+    reads_one, reads_two = (g * expert(DS_D, DS_FF) / GB300_HBM_BW for g in (5, 3))
+    assert up_two < a2a_two
+    assert rack[0] == pytest.approx(1e3 * 2 * DS_MOE_LAYERS * a2a_two)
+    assert rack[1] == pytest.approx(1e3 * 2 * DS_MOE_LAYERS * (a2a_two + reads_two - a2a_one - reads_one))
+    # the matmuls as the cover: Qwen3 on an HGX B200 is compute-bound only from n_step*
+    qwen = [m.wrong_answer(0) for m in EXERCISES["hide_tokens_qwen"].mistakes]
+    n_star_per_gpu = (QW_N // 8) * expert(QW_D, QW_FF) / B200_HBM_BW * 4.5e15 / (2 * QW_K * expert(QW_D, QW_FF))
+    assert qwen[2] == pytest.approx(n_star_per_gpu) and qwen[2] > INDEPENDENT["hide_tokens_qwen"][0]
+
+
+# --- the judgement items: every option's verdict recomputed by hand and by chalk ----------------------
+def test_kimi_decode_all_to_all_outlasts_both_covers_but_hides_at_nominal_rates():
+    a2a, matmuls, reads = kimi_decode_layer()
+    assert a2a > reads > matmuls   # (c): neither the matmuls (a) nor the reads (b) cover it
+    nominal = 2 * 128 * KIMI_K * KIMI_D * 2 * (63 / 64) / GB300_UP
+    assert nominal < reads          # what option (b)'s feedback says of nominal rates
+    t = key._layer(key.HIDE)
+    assert (t.communication, t.compute, t.weights) == pytest.approx((a2a, matmuls, reads), rel=1e-9)
+    assert EXERCISES["hides_kimi_decode"].answer == "c" and not t.hidden
+
+
+def test_each_change_hides_exactly_when_the_key_says():
+    by_hand = {"a": kimi_decode_layer(tokens_per_gpu=64), "b": kimi_decode_layer(activation_bytes=1),
+               "c": kimi_decode_layer(gpus=32), "d": kimi_decode_layer(weight_bytes=2),
+               "e": kimi_decode_layer(gpus=72)}
+    hides = {x for x, (a2a, matmuls, reads) in by_hand.items() if a2a <= max(matmuls, reads)}
+    assert hides == EXERCISES["what_hides_kimi"].answer == {"c", "d"}
+    for x, change in key.HIDE_CHANGES.items():
+        t = key._layer(key.HIDE, **change)
+        assert (t.communication, t.compute, t.weights) == pytest.approx(by_hand[x], rel=1e-9), x
+        # no verdict within 3% of the edge: a change of catalog rounding cannot flip it
+        assert abs(t.communication / t.work - 1) > 0.03, x
+
+
+def test_choices_are_judged_both_ways_with_their_feedback():
+    one = EXERCISES["hides_kimi_decode"]
+    assert judge(one, "c").status == RIGHT and judge(one, " (C) ").status == RIGHT
+    assert judge(one, one.options["c"].upper()).status == RIGHT
+    for letter, feedback in one.feedback.items():
+        result = judge(one, letter)
+        assert result.status == WRONG and feedback in result.message, letter
+    many = EXERCISES["what_hides_kimi"]
+    assert judge(many, "c, d").status == RIGHT and judge(many, "dc").status == RIGHT
+    for wrong, misjudged in (("c", "d"), ("a, c, d", "a"), ("b, d", "c"), ("c, d, e", "e")):
+        result = judge(many, wrong)
+        assert result.status == WRONG and many.feedback[misjudged] in result.message, wrong
+
+
+def test_the_second_rack_and_the_threshold_are_on_the_side_of_the_edge_the_key_says():
+    one, two = key._layer(key.RACK2), key._layer(key.RACK2, domains=2)
+    assert one.weights > 1.5 * one.communication and two.communication > 2 * two.weights
+    t = key.THRESHOLD
+    at = moe.layer_times(t["model"], t["system"], EXERCISES["hide_tokens_qwen"].expected() * 8, t["dtype"])
+    assert at.communication == pytest.approx(at.weights, rel=1e-9) and at.compute < 0.6 * at.weights
 
 
 # --- the problem set states the key's scenario ------------------------------------------------------
@@ -137,8 +230,6 @@ def test_every_exercise_has_a_prompt_and_the_title_is_right():
 def test_prompts_state_the_scenario_the_key_uses():
     k = key
     stated = {
-        "experts_per_gpu_qwen": [f"`{k.REDUNDANT['model']}`", f"`{k.REDUNDANT['system']}`",
-                                 f"{k.REDUNDANT['redundant']} redundant"],
         "alltoall_mb_kimi": [f"`{k.ALLTOALL['model']}`", f"{k.ALLTOALL['chips']} GPUs", f"{k.ALLTOALL['tokens']:,} tokens",
                              "FP8"],
         "alltoall_us_h200": [f"`{k.TIME['model']}`", f"`{k.TIME['system']}`", f"{k.TIME['tokens']:,} tokens", "BF16"],
@@ -148,16 +239,27 @@ def test_prompts_state_the_scenario_the_key_uses():
                            f"{k.FIT['context']:,} tokens", "BF16", "10%"],
         "weights_gb_qwen": [f"`{k.WEIGHTS['model']}`", f"`{k.WEIGHTS['system']}`", "BF16"],
         "imbalance_excess_pct": [f"{k.IMBALANCE['chips']} chips", f"{k.IMBALANCE['tokens']:,} tokens"],
-        "touched_experts_kimi": [f"`{k.TOUCHED['model']}`", f"{k.TOUCHED['tokens']} sequences"],
-        "busiest_chips_read": ["GB300 NVL72", "Kimi K2", "all 72 GPUs"],
-        "max_params_vr_fp4": [f"`{k.RUBIN['system']}`", "a fifth", "FP4"],
         "torus_gbps": ["4 × 4 × 12", "1,200 GB/s"],
+        "hides_kimi_decode": [f"`{k.HIDE['model']}`", f"`{k.HIDE['system']}`", f"{k.HIDE['chips']} of the 72",
+                              f"{k.HIDE['tokens_per_chip']} tokens per GPU", "FP8", "BF16", 'links="measured"'],
+        "what_hides_kimi": [f"{k.HIDE['chips']} GPUs", f"{k.HIDE['tokens_per_chip']} tokens per GPU",
+                            "measured links"],
+        "hide_tokens_qwen": [f"`{k.THRESHOLD['model']}`", f"`{k.THRESHOLD['system']}`", "FP8", "BF16", "nominal"],
+        "second_rack_ms": [f"`{k.RACK2['model']}`", f"`{k.RACK2['system']}`", f"{k.RACK2['chips']} GPUs",
+                           f"{k.RACK2['tokens_per_chip']} tokens per GPU", "two micro-batches", "nominal", "BF16"],
     }
     prompts = _prompts()
     assert set(stated) == set(EXERCISES)
     for ex_id, phrases in stated.items():
         for phrase in phrases:
             assert phrase in prompts[ex_id], (ex_id, phrase)
+    # a choice's prompt lists every option as the key words it, and each change's numbers are the key's
+    for ex_id in CHOICE_KEYS:
+        for letter, option in EXERCISES[ex_id].options.items():
+            assert f"- ({letter}) {option}" in prompts[ex_id], (ex_id, letter)
+    changes = {x: ", ".join(f"{name}={value}" for name, value in c.items()) for x, c in k.HIDE_CHANGES.items()}
+    assert changes == {"a": "tokens_per_chip=64", "b": "bytes_per_element=1", "c": "chips=32", "d": "dtype=bf16",
+                       "e": "chips=72"}
 
 
 def test_the_published_deployment_is_the_one_the_prompt_names():

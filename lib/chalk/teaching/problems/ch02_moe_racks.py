@@ -5,15 +5,19 @@ are computed from ``chalk.moe`` and the catalog when a check runs; the constants
 scenario inputs the problem set states. The scenarios differ from the chapter's (other models,
 systems, token counts, formats and headroom), so no answer is printed there or in its static
 explorer.
+
+Four items ask the chapter's judgement in decode, where the batch decides: whether one
+micro-batch's all-to-all hides behind the other's expert work (``hides_kimi_decode``), what would
+make it hide (``what_hides_kimi``), up to what batch it hides (``hide_tokens_qwen``) and what a
+second rack adds to a decode step (``second_rack_ms``). Their keys come from ``moe.layer_times``;
+two micro-batches overlapped take, per MoE layer, twice the longer of one micro-batch's all-to-all
+and its expert work (the links and the experts each serve both in turn).
 """
 import math
 
 from ... import moe
 from ...catalog import hardware, models, systems
-from ..exercises import Exercise, Mistake
-
-REDUNDANT = dict(model="qwen3-235b-a22b", system="hgx-b200", redundant=52)
-"""``experts_per_gpu_qwen``: Qwen3's routed experts and 52 redundant copies on an 8-GPU box."""
+from ..exercises import Choice, Choices, Exercise, Mistake
 ALLTOALL = dict(model="kimi-k2", tokens=4096, chips=16, bytes_per_element=1)
 """``alltoall_mb_kimi``: one chip's all-to-all bytes, FP8 activations both ways."""
 TIME = dict(model="deepseek-v3", system="hgx-h200", tokens=3000, bytes_per_element=2)
@@ -29,22 +33,22 @@ WEIGHTS = dict(model="qwen3-235b-a22b", system="mi355x-8", dtype="bf16")
 """``weights_gb_qwen``: weights on the busiest GPU of an MI355X platform."""
 IMBALANCE = dict(model="deepseek-v3", chips=32, tokens=1024)
 """``imbalance_excess_pct``: the busiest chip's excess over the mean, normal approximation."""
-TOUCHED = dict(model="kimi-k2", tokens=24)
-"""``touched_experts_kimi``: distinct experts one layer reads in a decode step of 24 sequences."""
-PICTURE = dict(model="kimi-k2", system="gb300-nvl72", split="all")
-"""``busiest_chips_read``: the domain picture the problem set draws."""
-RUBIN = dict(system="vera-rubin-nvl72", dtype="fp4", headroom=0.2)
-"""``max_params_vr_fp4``: the most parameters a Vera Rubin NVL72 holds with a fifth of HBM free."""
 TORUS = dict(system="tpu-v5p-cube", dims=3, shape=(4, 4, 12))
 """``torus_gbps``: a v5p slice of 4 x 4 x 12 chips; the chip is the catalog's v5p."""
-
-
-def _experts_per_gpu(redundant=REDUNDANT["redundant"], rounding=math.ceil) -> float:
-    n = models.get(REDUNDANT["model"]).moe["n_routed_experts"]
-    chips = systems.get(REDUNDANT["system"]).count
-    if rounding is math.ceil:
-        return float(moe.experts_per_chip(REDUNDANT["model"], chips, redundant))
-    return float(rounding((n + redundant) / chips))
+HIDE = dict(model="kimi-k2", system="gb300-nvl72", chips=64, tokens_per_chip=128, dtype="fp8",
+            links="measured")
+"""``hides_kimi_decode`` and ``what_hides_kimi``: Kimi K2 decoding on 64 GPUs of a GB300 NVL72, two
+micro-batches of 128 tokens per GPU, BF16 activations, DeepSeek's measured link model (a fixed cost
+per call, 80% of NVLink)."""
+HIDE_CHANGES = dict(c=dict(chips=32), d=dict(dtype="bf16"), a=dict(tokens_per_chip=64),
+                    b=dict(bytes_per_element=1), e=dict(chips=72))
+"""The changes ``what_hides_kimi`` lists, by option letter, as overrides of ``HIDE``."""
+THRESHOLD = dict(model="qwen3-235b-a22b", system="hgx-b200", dtype="fp8", reference_tokens_per_chip=512)
+"""``hide_tokens_qwen``: Qwen3-235B-A22B on the 8 GPUs of an HGX B200, nominal rates; the reference
+batch only sets where the linear all-to-all time is read (every expert touched there)."""
+RACK2 = dict(model="deepseek-v3", system="gb300-nvl72", chips=64, tokens_per_chip=40, dtype="fp8", micro_batches=2)
+"""``second_rack_ms``: DeepSeek-V3 decoding on 64 GPUs of a GB300 NVL72, then on 64 GPUs of each of
+two, every GPU keeping 40 tokens per micro-batch, nominal rates, every choice sent on its own."""
 
 
 def _alltoall_mb(bytes_per_element=ALLTOALL["bytes_per_element"], remote=True, both=True) -> float:
@@ -120,24 +124,6 @@ def _excess_pct(z=None, per_chip=False) -> float:
     return 100 * z * math.sqrt(i["chips"] * (n - k_) / ((n - 1) * tokens * k_))
 
 
-def _busiest(which="most") -> float:
-    held = moe.experts_on_chips(PICTURE["model"], systems.get(PICTURE["system"]).count)
-    top = max(held)
-    return float(held.count(top) if which == "most" else sum(1 for g in held if 0 < g < top))
-
-
-def _rubin_tparams(headroom=RUBIN["headroom"], dtype=RUBIN["dtype"], count=None) -> float:
-    r = RUBIN
-    sys_ = systems.get(r["system"])
-    chips = count or sys_.count
-    return chips * sys_.chip.hbm_capacity * (1 - headroom) / hardware.bytes_per_weight(dtype) / 1e12
-
-
-def _dies_named_count() -> int:
-    """The NVL144 of GTC 2025: the same rack counted by dies."""
-    return systems.get(RUBIN["system"]).count * int(moe.ROADMAP["rubin_dies_per_package"])
-
-
 def _torus_gbps(side=None, both_ways=False, share=True) -> float:
     t = TORUS
     chip = systems.get(t["system"]).chip
@@ -147,22 +133,49 @@ def _torus_gbps(side=None, both_ways=False, share=True) -> float:
     return float(moe._torus_share(t["dims"], side or max(t["shape"]))) * rate / 1e9
 
 
+def _layer(scenario, domains=1, **override) -> moe.LayerTimes:
+    """One MoE layer of a decode scenario (``HIDE``, ``RACK2``) with entries overridden: the scenario's
+    tokens per GPU on each of its GPUs, in each of ``domains`` copies of its system."""
+    s = {**scenario, **override}
+    return moe.layer_times(s["model"], s["system"], s["tokens_per_chip"] * s["chips"] * domains, s["dtype"],
+                           domains=domains, chips=s["chips"], bytes_per_element=s.get("bytes_per_element", 2),
+                           dedup=s.get("dedup", False), links=s.get("links", "nominal"))
+
+
+def _threshold_tokens(per_token_factor=1.0, cover="weights") -> float:
+    """Tokens per GPU in one micro-batch at which its all-to-all takes as long as the other
+    micro-batch's expert work: nominal rates make the all-to-all linear in the tokens, and the
+    weight reads do not grow once every expert is touched. A wrong answer scales the all-to-all per
+    token, or takes the matmuls as the cover (they outlast the reads only from n_step*)."""
+    t = THRESHOLD
+    sys_ = systems.get(t["system"])
+    if cover == "matmuls":
+        return moe.compute_bound_step(t["model"], sys_, t["dtype"]) / sys_.count
+    ref = t["reference_tokens_per_chip"]
+    lt = moe.layer_times(t["model"], sys_, ref * sys_.count, t["dtype"])
+    return lt.weights / (per_token_factor * lt.communication / ref)
+
+
+def _second_rack_ms(span="overlapped", micro_batches=None, layers=None, **override) -> float:
+    """Milliseconds a second rack adds to a decode step of ``RACK2``: per MoE layer and micro-batch,
+    the overlapped span max(all-to-all, expert work) on two racks less that on one. Wrong answers
+    add the layers in series, add the whole two-rack all-to-all, or change the counts."""
+    r = RACK2
+    one, two = _layer(RACK2, **override), _layer(RACK2, domains=2, **override)
+    if span == "exposed":
+        added = two.communication
+    else:
+        per = (lambda t: t.communication + t.work) if span == "series" else (lambda t: max(t.communication, t.work))
+        added = per(two) - per(one)
+    return 1e3 * (micro_batches or r["micro_batches"]) * (layers or models.get(r["model"]).n_moe_layers) * added
+
+
 ONE_WAY = "the bandwidth that matters is one direction's: every chip sends and receives at once."
 
 EXERCISES = (
     Exercise(
-        id="experts_per_gpu_qwen",
-        expected=lambda: _experts_per_gpu(),
-        unit="experts (a whole number)", rel_tol=0.005,
-        hint="(routed experts + redundant copies) over the GPUs, rounded up: the busiest GPU sets the step.",
-        mistakes=(
-            Mistake("the redundant copies need slots too: add them to the routed experts.",
-                    value=lambda: _experts_per_gpu(redundant=0)),
-            Mistake("round up: when the copies do not divide evenly, some GPU holds one more.",
-                    value=lambda: _experts_per_gpu(rounding=math.floor)),
-        )),
-    Exercise(
         id="alltoall_mb_kimi",
+        topic="all-to-all bytes",
         expected=lambda: _alltoall_mb(),
         unit="MB (1e6 bytes)", rel_tol=0.01,
         hint="2 (dispatch and combine) x tokens per chip x k x d_model x bytes per element x (1 - 1/E).",
@@ -175,6 +188,7 @@ EXERCISES = (
         )),
     Exercise(
         id="alltoall_us_h200",
+        topic="all-to-all time in one box",
         expected=lambda: _alltoall_us(),
         unit="µs (microseconds)", rel_tol=0.01,
         hint="bytes one GPU sends (dispatch + combine, remote choices only) over its NVLink rate in one direction.",
@@ -188,6 +202,7 @@ EXERCISES = (
         )),
     Exercise(
         id="expert_gb_decode",
+        topic="experts per GPU in a published deployment",
         expected=lambda: _expert_gb(),
         unit="GB", rel_tol=0.01,
         hint="experts per GPU (routed + redundant over the GPUs, rounded up) x MoE layers x one expert's "
@@ -199,6 +214,7 @@ EXERCISES = (
         )),
     Exercise(
         id="three_box_slowdown",
+        topic="crossing the box boundary",
         expected=lambda: _slowdown(),
         unit="dimensionless ratio (three boxes / one box)", rel_tol=0.02,
         hint="over three boxes 2/3 of each GPU's choices cross the network card, rho times slower per "
@@ -214,8 +230,106 @@ EXERCISES = (
                     "and once per box is how the prefill and training kernels send.",
                     value=lambda: _slowdown(dedup=True)),
         )),
+    Choice(
+        id="hides_kimi_decode",
+        topic="hiding the all-to-all in decode",
+        options={
+            "a": "Yes, behind the other micro-batch's expert matmuls.",
+            "b": "Yes, behind the other micro-batch's reads of its expert weights.",
+            "c": "No: it outlasts both the other micro-batch's matmuls and its weight reads.",
+            "d": "No schedule can hide it: a dispatch must arrive before the experts start.",
+        },
+        answer="c",
+        feedback={
+            "a": "in decode the matmuls are the shorter expert work: a GPU's 128 tokens use its experts "
+                 "far below the batch where the matmuls outlast the weight reads, and against the matmuls "
+                 "alone the all-to-all is longer at any batch here.",
+            "b": "that holds at the links' nominal rates, bandwidth only. With the measured link model each "
+                 "dispatch and each combine call also costs its fixed time, and NVLink runs at 80% of its "
+                 "rate: the all-to-all then outlasts the reads.",
+            "d": "that holds within one micro-batch, which takes the all-to-all and its experts in series. "
+                 "With two in flight, one's dispatch and combine travel while the other's experts work.",
+        },
+        hint="moe.layer_times(model, system, tokens, dtype, chips=64, links='measured') gives one "
+             "micro-batch's all-to-all (.communication), matmuls (.compute) and weight reads (.weights); "
+             "compare the first with the other two.",
+    ),
+    Choices(
+        id="what_hides_kimi",
+        topic="what makes the all-to-all hide",
+        options={
+            "a": "Halve the tokens per GPU in each micro-batch to 64.",
+            "b": "Send the activations in FP8 both ways instead of BF16.",
+            "c": "Put the experts on 32 GPUs instead of 64 with 128 tokens per GPU in each micro-batch.",
+            "d": "Store the weights in BF16 instead of FP8.",
+            "e": "Put the experts on all 72 GPUs with 128 tokens per GPU in each micro-batch.",
+        },
+        answer={"c", "d"},
+        feedback={
+            "a": "half the tokens halve the bytes, but each dispatch and each combine call still costs its "
+                 "fixed time, and the cover, the weight reads, does not shrink with the batch: still longer.",
+            "b": "FP8 halves the bytes, as halving the batch does, and leaves the fixed cost of every call: "
+                 "still longer than the weight reads.",
+            "c": "applies: each GPU then holds twice the experts and reads twice the weights per micro-batch, "
+                 "while it sends about the same bytes. It hides, and the step gets longer: hiding is a "
+                 "comparison, not a speed-up.",
+            "d": "applies: BF16 doubles every weight read, the cover, and leaves the all-to-all as it is. It "
+                 "hides because the step got slower.",
+            "e": "the busiest GPU still holds as many experts as on 64 (384 does not divide by 72), so its "
+                 "reads stay the same, and its all-to-all too: still longer.",
+        },
+        hint="in decode the other micro-batch's weight reads are the cover: a change helps only if it "
+             "shortens the all-to-all below them, fixed cost per call included, or lengthens the reads. "
+             "Try each with moe.layer_times.",
+    ),
+    Exercise(
+        id="hide_tokens_qwen",
+        topic="the largest decode batch that hides",
+        judgement=True,
+        expected=_threshold_tokens,
+        unit="tokens per GPU in one micro-batch", rel_tol=0.02,
+        hint="decide what covers the all-to-all first: below n_step* it is the other micro-batch's weight "
+             "reads, which do not grow with the batch. At nominal rates the all-to-all grows in proportion "
+             "to the tokens: solve all-to-all(T) = weight reads for T.",
+        mistakes=(
+            Mistake("twice the answer: the all-to-all per token is half what it should be. It goes both ways "
+                    "(dispatch and combine), in BF16 (2 bytes), over NVLink's rate in one direction.", factor=2),
+            Mistake("1/8 of a token's choices land on its own GPU and are not sent: the bytes carry (1 - 1/E).",
+                    factor=1 - 1 / 8),
+            Mistake("that is n_step*/E, where the matmuls start to outlast the weight reads. Below it the reads "
+                    "are the cover, and the all-to-all outgrows them well before.",
+                    value=lambda: _threshold_tokens(cover="matmuls")),
+        ),
+    ),
+    Exercise(
+        id="second_rack_ms",
+        topic="a second rack per decode step",
+        judgement=True,
+        expected=_second_rack_ms,
+        unit="ms added per decode step", rel_tol=0.02,
+        hint="per MoE layer, two overlapped micro-batches take twice the longer of one micro-batch's "
+             "all-to-all and its expert work. Decide which is longer on one rack and on two (the experts "
+             "spread over twice the GPUs, so each GPU reads fewer), then multiply the difference by the "
+             "micro-batches and the MoE layers.",
+        mistakes=(
+            Mistake("that adds the whole two-rack all-to-all to the step. On one rack the step already took "
+                    "the expert work the all-to-all hid behind, and on two each GPU reads fewer experts: the "
+                    "layer grows from the longer of the two on one rack to the longer on two.",
+                    value=lambda: _second_rack_ms("exposed")),
+            Mistake("that takes each micro-batch's all-to-all and expert work in series. With two micro-batches "
+                    "in flight one's all-to-all overlaps the other's experts: the layer takes the longer of "
+                    "the two, for each micro-batch.", value=lambda: _second_rack_ms("series")),
+            Mistake("half the answer: both micro-batches pay the longer all-to-all in each layer.",
+                    value=lambda: _second_rack_ms(micro_batches=1)),
+            Mistake("only the MoE layers hold experts: DeepSeek-V3's first 3 layers are dense.",
+                    value=lambda: _second_rack_ms(layers=models.get(RACK2["model"]).n_layers)),
+            Mistake("the prompt takes the links' nominal rates, bandwidth only; the measured link model adds a "
+                    "fixed cost per call.", value=lambda: _second_rack_ms(links="measured")),
+        ),
+    ),
     Exercise(
         id="max_batch_kimi",
+        topic="memory per chip",
         expected=lambda: float(_placement().max_batch),
         unit="sequences", exact=True, rel_tol=0.002,
         hint="moe.placement(model, system, batch, context, dtype, chips=64) and read .max_batch: each GPU "
@@ -233,6 +347,7 @@ EXERCISES = (
         )),
     Exercise(
         id="weights_gb_qwen",
+        topic="memory per chip",
         expected=lambda: _weights_gb(),
         unit="GB", rel_tol=0.01,
         hint="the busiest GPU's experts of every MoE layer plus everything that is copied on every GPU.",
@@ -245,6 +360,7 @@ EXERCISES = (
         )),
     Exercise(
         id="imbalance_excess_pct",
+        topic="load imbalance",
         expected=lambda: _excess_pct(),
         unit="% above the mean chip's load", rel_tol=0.02,
         hint="100 z_E sqrt(E (n_exp - k) / ((n_exp - 1) n_step k)) with z_E = moe.expected_max_standard_normal(E).",
@@ -253,39 +369,8 @@ EXERCISES = (
             Mistake("n_step is every token of the step, not one chip's share.", value=lambda: _excess_pct(per_chip=True)),
         )),
     Exercise(
-        id="touched_experts_kimi",
-        expected=lambda: float(moe.expected_experts_touched(TOUCHED["model"], TOUCHED["tokens"])),
-        unit="experts", rel_tol=0.01,
-        hint="n_exp (1 - (1 - k/n_exp)^n_step): an expert is missed by each token with probability 1 - k/n_exp.",
-        mistakes=(
-            Mistake("tokens share experts: 24 tokens x 8 choices counts the popular ones many times.",
-                    value=lambda: float(TOUCHED["tokens"] * models.get(TOUCHED["model"]).moe["experts_per_token"])),
-            Mistake("a small step does not read every expert.",
-                    value=lambda: float(models.get(TOUCHED["model"]).moe["n_routed_experts"])),
-        )),
-    Exercise(
-        id="busiest_chips_read",
-        expected=lambda: _busiest(),
-        unit="GPUs (a whole number)", rel_tol=0.005,
-        hint="count the GPUs drawn darkest: they hold one expert more than the others.",
-        mistakes=(
-            Mistake("those are the GPUs holding one expert fewer.", value=lambda: _busiest("fewer")),
-            Mistake("not every GPU holds the most: the experts do not divide evenly over 72.",
-                    value=lambda: float(systems.get(PICTURE["system"]).count)),
-        )),
-    Exercise(
-        id="max_params_vr_fp4",
-        expected=lambda: _rubin_tparams(),
-        unit="trillion parameters", rel_tol=0.01,
-        hint="GPU packages x HBM per package x (1 - headroom) / bytes per weight (FP4: 0.5).",
-        mistakes=(
-            Mistake("keep a fifth of the HBM free, not a tenth.", value=lambda: _rubin_tparams(headroom=0.1)),
-            Mistake("FP4 weights take half a byte each.", value=lambda: _rubin_tparams(dtype="fp8")),
-            Mistake("the HBM belongs to the 72 packages; counting dies (NVL144) counts each package's memory twice.",
-                    value=lambda: _rubin_tparams(count=_dies_named_count())),
-        )),
-    Exercise(
         id="torus_gbps",
+        topic="all-to-all on a torus",
         expected=lambda: _torus_gbps(),
         unit="GB/s per chip, per direction", rel_tol=0.01,
         hint="share = 4 / (dimensions x longest side), times the chip's ICI bandwidth in one direction.",
