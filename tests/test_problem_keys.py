@@ -4,8 +4,12 @@ the general hint, and non-numbers are refused. Chapters are found from their key
 new problem set is covered with no change here; each chapter's own test file checks its key
 against hand calculations and its prompts against the key's inputs.
 
+A choice (one option, or all that apply) is right by letter or text in any case and spacing, and
+each misjudged option earns its own feedback. An exact exercise accepts its one integer only.
+
 The sealed key (what the student package carries) must give the plain key's verdicts, answer for
-answer, and hold no expected value in plain form."""
+answer, and hold no expected value in plain form, nor say which option is right."""
+import itertools
 import json
 import math
 import re
@@ -16,12 +20,15 @@ from mdit_py_plugins.dollarmath import dollarmath_plugin
 
 from chalk.errors import ChalkError
 from chalk.teaching import leaks
-from chalk.teaching.exercises import (RIGHT, UNANSWERED, WRONG, Exercise, Mistake, cells, close, judge,
-                                      problem_set, sealed_exercises)
+from chalk.teaching.exercises import (CHOICE, CHOICES, KINDS, NUMBER, RIGHT, UNANSWERED, WRONG, Choice, Choices,
+                                      Exercise, Mistake, cells, close, judge, problem_set, sealed_exercises)
 from chalk.teaching.seal import known_problem_sets, seal
 
-CASES = [(chapter, ex) for chapter in known_problem_sets() for ex in problem_set(chapter).values()]
+ALL = [(chapter, ex) for chapter in known_problem_sets() for ex in problem_set(chapter).values()]
+CASES = [(chapter, ex) for chapter, ex in ALL if ex.kind == NUMBER]
 IDS = [f"{chapter}:{ex.id}" for chapter, ex in CASES]
+CHOICE_CASES = [(chapter, ex) for chapter, ex in ALL if ex.kind in (CHOICE, CHOICES)]
+CHOICE_IDS = [f"{chapter}:{ex.id}" for chapter, ex in CHOICE_CASES]
 
 
 @pytest.mark.parametrize("chapter", known_problem_sets())
@@ -30,8 +37,16 @@ def test_enough_exercises_with_complete_entries(chapter):
     assert len(exercises) >= 10, chapter
     for ex in exercises.values():
         assert re.fullmatch(r"[a-z][a-z0-9_]*", ex.id), ex.id
-        assert ex.unit and ex.hint and ex.mistakes, ex.id
-        assert 0 < ex.rel_tol <= 0.1, ex.id
+        assert ex.kind in KINDS and isinstance(ex.judgement, bool) and isinstance(ex.topic, str), ex.id
+        assert ex.hint and ex.points > 0, ex.id
+        if ex.kind == NUMBER:
+            assert ex.unit and ex.mistakes, ex.id
+            assert 0 < ex.rel_tol <= 0.1, ex.id
+        else:
+            assert ex.judgement, ex.id
+            misjudgeable = set(ex.options) - ({ex.answer} if ex.kind == CHOICE else set())
+            assert set(ex.feedback) == misjudgeable, (ex.id, "feedback for every option a student can misjudge")
+            assert all(f.strip() for f in ex.feedback.values()), ex.id
 
 
 @pytest.mark.parametrize("chapter, ex", CASES, ids=IDS)
@@ -39,6 +54,12 @@ def test_key_is_right_within_its_tolerance_and_wrong_past_it(chapter, ex):
     value = ex.expected()
     assert math.isfinite(value) and value > 0
     assert judge(ex, value).status == RIGHT
+    if ex.exact:
+        whole = ex.whole_expected()
+        assert whole == value and judge(ex, whole).status == RIGHT and judge(ex, float(whole)).status == RIGHT
+        for neighbour in (whole - 1, whole + 1, whole + 0.5, whole - 0.5, whole * (1 + 0.5 * ex.rel_tol)):
+            assert judge(ex, neighbour).status == WRONG, (ex.id, neighbour)
+        return
     assert judge(ex, value * (1 + 0.9 * ex.rel_tol)).status == RIGHT
     assert judge(ex, value * (1 + 1.5 * ex.rel_tol)).status == WRONG
 
@@ -75,14 +96,16 @@ def probes(ex):
     """Answers on both sides of the key's and each mistake's tolerance, and far from both."""
     expected = ex.expected()
     values = [expected] + [m.wrong_answer(expected) for m in ex.mistakes]
+    whole = [round(v) + d for v in values for d in (-1, 0, 1)] if ex.exact else []
     return [v * f for v in values for f in (1, 1 - 0.9 * ex.rel_tol, 1 + 0.9 * ex.rel_tol,
-                                             1 - 1.1 * ex.rel_tol, 1 + 1.1 * ex.rel_tol, 1.5, -1)] + [0.0, ..., "x"]
+                                             1 - 1.1 * ex.rel_tol, 1 + 1.1 * ex.rel_tol, 1.5, -1)] + whole + [0.0, ..., "x"]
 
 
 @pytest.mark.parametrize("chapter, ex", CASES, ids=IDS)
 def test_sealed_key_gives_the_plain_keys_verdict_for_every_answer(chapter, ex):
     sealed = SEALED[chapter][ex.id]
     assert (sealed.unit, sealed.rel_tol, sealed.hint, sealed.points) == (ex.unit, ex.rel_tol, ex.hint, ex.points)
+    assert (sealed.kind, sealed.exact, sealed.judgement, sealed.topic) == (ex.kind, ex.exact, ex.judgement, ex.topic)
     for answer in probes(ex):
         assert judge(sealed, answer) == judge(ex, answer), (ex.id, answer)
     assert judge(sealed, ex.expected()).status == RIGHT
@@ -104,9 +127,123 @@ def test_sealed_table_holds_no_expected_value(chapter):
     table = seal(chapter)
     # The only numbers are the tolerances, the points and the format: no value, not even a mistake's.
     assert {k for k, _ in numbers_in(table)} <= {"rel_tol", "points", "format"}
+    text = json.dumps(table)
+    for ex in problem_set(chapter).values():  # no choice's feedback in plain form, right or wrong
+        for feedback in getattr(ex, "feedback", {}).values():
+            assert json.dumps(feedback)[1:-1] not in text, (ex.id, feedback)
     # Nor does any text (a hint, a unit) print an answer.
     found = [a for a in leaks.answers([chapter]) if a.searchable]
     assert not leaks.find(json.dumps(table), found, chapter)
+
+
+# --- choices ---------------------------------------------------------------------------------
+def answer_forms(ex, letters):
+    """Ways a student writes ``letters``: letters in any case and spacing, and the options' texts."""
+    letters = sorted(letters)
+    texts = [ex.options[x] for x in letters]
+    forms = [", ".join(letters), ", ".join(x.upper() for x in letters), f"  {' , '.join(letters)} ",
+             ", ".join(t.upper() for t in texts), ", ".join("  ".join(t.split()) for t in texts)]
+    if ex.kind == CHOICES:
+        forms += ["".join(letters), " and ".join(letters), letters, set(x.upper() for x in letters), tuple(texts)]
+    else:
+        forms += [f"({letters[0]})", f"{letters[0].upper()})"]
+    return forms
+
+
+def subsets(ex):
+    letters = list(ex.options)
+    if ex.kind == CHOICE:
+        return [frozenset({x}) for x in letters]
+    return [frozenset(c) for n in range(1, len(letters) + 1) for c in itertools.combinations(letters, n)]
+
+
+def right_letters(ex):
+    return frozenset({ex.answer}) if ex.kind == CHOICE else frozenset(ex.answer)
+
+
+@pytest.mark.parametrize("chapter, ex", CHOICE_CASES, ids=CHOICE_IDS)
+def test_a_choice_is_right_in_every_form_and_each_misjudged_option_gets_its_feedback(chapter, ex):
+    right = right_letters(ex)
+    for form in answer_forms(ex, right):
+        assert judge(ex, form).status == RIGHT, (ex.id, form)
+    for picked in subsets(ex):
+        if picked == right:
+            continue
+        result = judge(ex, ", ".join(sorted(picked)))
+        assert result.status == WRONG, (ex.id, picked)
+        for x in (picked ^ right) & set(ex.feedback):
+            if ex.kind == CHOICE and x not in picked:
+                continue  # one pick: the feedback is that of the option picked
+            assert ex.feedback[x] in result.message, (ex.id, picked, x)
+    assert judge(ex, ...).status == UNANSWERED and judge(ex, None).status == UNANSWERED
+    for bad in ("", "z", "a, z", 3, 2.0, True, {"a": 1}):
+        assert judge(ex, bad).status == WRONG, (ex.id, bad)
+
+
+@pytest.mark.parametrize("chapter, ex", CHOICE_CASES, ids=CHOICE_IDS)
+def test_sealed_choice_gives_the_plain_verdicts_and_hides_which_is_right(chapter, ex):
+    sealed = SEALED[chapter][ex.id]
+    assert (sealed.kind, sealed.options, sealed.hint, sealed.points) == (ex.kind, ex.options, ex.hint, ex.points)
+    probes = [", ".join(sorted(p)) for p in subsets(ex)] + answer_forms(ex, right_letters(ex)) + ["", "z", ..., 4]
+    for answer in probes:
+        assert judge(sealed, answer) == judge(ex, answer), (ex.id, answer)
+    table = next(e for e in seal(chapter)["exercises"] if e["id"] == ex.id)
+    assert set(table) == {"id", "kind", "hint", "points", "topic", "salt", "options", "entries"}
+    assert len(table["entries"]) == len(ex.options) and len({len(v) for v in table["entries"].values()}) == 1
+
+
+def test_choice_reading_by_hand():
+    c = Choice("hide", {"a": "It hides", "b": "It does not hide", "c": "Only in prefill"}, "b",
+               {"a": "that holds if the step were compute-bound.", "c": "prefill is compute-bound."}, "compare times")
+    assert [judge(c, a).status for a in ("b", " B ", "(b)", "it DOES not   hide", "a", "c", "d", "b, c", ["b"])] == \
+        [RIGHT] * 4 + [WRONG] * 5
+    assert "that holds if the step were compute-bound." in judge(c, "a").message
+    assert "expected one letter, a to c, or an option's text" in judge(c, "d").message  # unreadable
+    many = Choices("which", {"a": "one", "b": "two", "c": "three"}, "a, c",
+                   {"a": "a applies.", "b": "b does not.", "c": "c applies."}, "think")
+    assert many.answer == frozenset("ac")
+    for form in ("a, c", "ac", "C A", "a and c", ["a", "c"], {"A", "C"}, "one, three", ("THREE.", "a"), "three, a"):
+        assert judge(many, form).status == RIGHT, form
+    missing, extra = judge(many, "a"), judge(many, "a, b, c")
+    assert missing.status == extra.status == WRONG
+    assert "(c) applies too: c applies." in missing.message and "b does not" not in missing.message
+    assert "(b) does not apply: b does not." in extra.message and "c applies" not in extra.message
+    for bad in ("aa", "a, a", "a, d", "", ["a", 1]):
+        assert judge(many, bad).status == WRONG, bad
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(options={"a": "xx"}, answer="a"), "at least two"),
+    (dict(options={"a": "xx", "c": "yy"}, answer="a"), "in order"),
+    (dict(options={"a": "xx", "b": "XX "}, answer="a"), "distinct"),
+    (dict(options={"a": "xx", "b": "(c)"}, answer="a"), "letter"),
+    (dict(options={"a": "xx", "b": "yy"}, answer="c"), "answer must be one letter"),
+    (dict(options={"a": "xx", "b": "yy"}, answer="a", feedback={"a": "no"}), "wrong options"),
+    (dict(options={"a": "xx", "b": "yy"}, answer="a", feedback={"q": "no"}), "no option"),
+])
+def test_a_malformed_choice_is_refused_by_name(kwargs, message):
+    with pytest.raises(ChalkError, match=message):
+        Choice("bad", **{"feedback": {}, "hint": "h", **kwargs})
+
+
+def test_exact_exercise_accepts_one_integer_and_names_a_slip_only_at_its_integer():
+    ex = Exercise("n", lambda: 357.0, "sequences", 0.005, "scan B.",
+                  (Mistake("rounded down.", value=lambda: 356.4),), exact=True)
+    assert judge(ex, 357).status == RIGHT and judge(ex, 357.0).status == RIGHT
+    assert judge(ex, 357).message == "357 (sequences) is the answer (an exact whole number)"
+    assert "rounded down" in judge(ex, 356).message and "rounded down" in judge(ex, 356.5).message
+    assert "Hint: scan B." in judge(ex, 358).message and judge(ex, 357.3).status == WRONG
+    sealed = sealed_exercises({"exercises": [{**e, "salt": e["salt"]} for e in _table_of(ex)]})["n"]
+    for answer in (355, 356, 356.4, 356.5, 357, 357.0, 357.3, 358, 1e9, -357):
+        assert judge(sealed, answer) == judge(ex, answer), answer
+    with pytest.raises(ChalkError, match="whole-number key"):
+        judge(Exercise("m", lambda: 2.5, "x", 0.01, "h", exact=True), 2)
+
+
+def _table_of(ex):
+    from chalk.teaching import seal as seal_module
+    return [{"id": ex.id, "kind": ex.kind, "hint": ex.hint, "points": ex.points, "topic": ex.topic, "salt": "t"}
+            | seal_module._seal_number(ex, "t")]
 
 
 def test_tolerance_on_the_grid_is_the_stated_one_to_a_twentieth():

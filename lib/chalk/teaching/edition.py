@@ -74,7 +74,7 @@ def problem_sets(root: Path = ROOT) -> list[Path]:
 
 def student_problem_set(src: Path) -> nbformat.NotebookNode:
     """The student edition of one problem set, tagged with its chapter for the grader; its answer
-    cells hold no solution, so they lose the instructor's "Show solution" fold."""
+    and check cells give nothing away, so they lose the instructor's folds (``chalk.teaching.tags``)."""
     nb = nbformat.read(src, as_version=4)
     normalise(nb, student=True)
     nb = student_notebook(nb, str(src))

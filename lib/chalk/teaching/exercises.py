@@ -203,8 +203,8 @@ class SealedExercise:
 
 # --- choices --------------------------------------------------------------------------------
 def normal_text(text: str) -> str:
-    """An answer or option as compared: case and runs of white space ignored."""
-    return " ".join(str(text).casefold().split())
+    """An answer or option as compared: case, runs of white space and a closing full stop ignored."""
+    return " ".join(str(text).casefold().split()).rstrip(" .")
 
 
 _LETTER = re.compile(r"\(?([a-z])[).]?")
@@ -224,27 +224,31 @@ class _Options:
 
     def letters(self, answer) -> frozenset[str] | None:
         """The letters ``answer`` names (by letter or by text, any case and spacing; for a set, a
-        string like "a, c" or "ac" or a collection), or None if it names something else."""
+        string like "a, c" or "ac", or a collection), or None if it names something else."""
+        if isinstance(answer, str) and (one := self._one(answer)) is not None:
+            return frozenset({one})
+        if self.kind != CHOICES:
+            return None
         if isinstance(answer, str):
-            if (one := self._one(answer)) is not None:
-                return frozenset({one})
-            if self.kind != CHOICES:
-                return None
-            n = normal_text(answer)
-            parts = [p for p in _SEPARATORS.split(n) if p]
-            if len(parts) == 1:
-                bare = n.replace(" ", "")
-                parts = list(bare) if re.fullmatch(r"[a-z]+", bare) else parts
-        elif self.kind == CHOICES and isinstance(answer, Iterable) and not isinstance(answer, (bytes, dict)):
-            parts = list(answer)
-            if not all(isinstance(p, str) for p in parts):
-                return None
-        else:
-            return None
-        found = [self._one(p) for p in parts]
-        if not found or None in found or len(set(found)) != len(found):
-            return None
-        return frozenset(found)
+            return _distinct(self._many(normal_text(answer)))
+        if isinstance(answer, (set, frozenset, list, tuple)) and all(isinstance(p, str) for p in answer):
+            return _distinct([self._one(p) for p in answer])
+        return None
+
+    def _many(self, n: str) -> list[str | None]:
+        """Letters named in one string: options' texts (longest first, as a text may hold commas
+        or another's words), then letters apart ("a, c", "a and c", "a c") or run together ("ac")."""
+        found = []
+        for letter, option in sorted(self.options.items(), key=lambda item: -len(item[1])):
+            text = re.compile(rf"(?<!\w){re.escape(normal_text(option))}(?!\w)")
+            if text.search(n):
+                found.append(letter)
+                n = text.sub(",", n)
+        rest = [p for p in _SEPARATORS.split(n) if p.strip(" .")]
+        if len(rest) == 1 and re.fullmatch(r"[a-z]{2,}", rest[0]):
+            rest = list(rest[0])
+        words = [w for p in rest for w in (p.split() if all(_LETTER.fullmatch(w) for w in p.split()) else [p])]
+        return found + [self._one(w) for w in words]
 
     def letters_text(self) -> str:
         letters = list(self.options)
@@ -252,6 +256,13 @@ class _Options:
 
     def shown(self, letters: frozenset[str]) -> str:
         return ", ".join(f"({x})" for x in sorted(letters))
+
+
+def _distinct(found: list[str | None]) -> frozenset[str] | None:
+    """The letters found, or None if one was unreadable or named twice."""
+    if not found or None in found or len(set(found)) != len(found):
+        return None
+    return frozenset(found)
 
 
 def _check_options(ex_id: str, options: dict, answer: frozenset, feedback: dict, many: bool) -> None:

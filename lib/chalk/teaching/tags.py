@@ -16,7 +16,8 @@ The rule, by a cell's role (``role``):
   folded on the site; their tags are left as they are (``solution`` drops the cell from the student
   edition).
 
-In the student edition an answer cell holds no solution, so it loses its fold (``student=True``).
+In the student edition (``student=True``) an answer cell holds no solution and a check has nothing
+to give away ("not answered"), so both lose their tags: the class site shows each check's verdict.
 Other cells (set-up, figures, prose) are left alone. Anything the site shows outside these folds
 must not give an answer away; ``tests/test_answers_not_printed.py`` checks the built pages.
 """
@@ -59,11 +60,9 @@ def role(cell) -> str | None:
 def _wanted(cell, student: bool) -> tuple[list[str], dict | None]:
     """The hiding tags and ``mystnb`` prompts ``cell`` should carry (None: not a managed cell)."""
     kind = role(cell)
-    if kind == ANSWER:
-        return ([], {}) if student else (RULE[ANSWER], PROMPTS)
-    if kind == CHECK:
-        return RULE[CHECK], {}
-    return [], None
+    if kind not in RULE:
+        return [], None
+    return ([], {}) if student else (RULE[kind], PROMPTS if kind == ANSWER else {})
 
 
 def normalise_cell(cell, student: bool = False) -> bool:
