@@ -20,8 +20,9 @@ def test_pass_formula_reduces_to_roofline_at_one_token_and_full_efficiency():
 
 def test_decode_matches_roofline_decode_point():
     ours = calculator.decode("llama-3-70b", "hgx-h100", 64, 4096, headroom=0)
-    theirs = roofline.decode_point("H100-SXM", "llama-3-70b", 64, 4096, chips=8)
+    theirs = roofline.decode_point("H100-SXM", "llama-3-70b", 64, 4096, chips=8, allreduce=True)
     assert ours.t_step == pytest.approx(theirs.t_step)
+    assert ours.t_comm == pytest.approx(theirs.t_comm) and ours.t_comm > 0
     assert ours.regime == theirs.regime
     assert ours.tokens_per_second == pytest.approx(theirs.tokens_per_second)
 

@@ -120,7 +120,8 @@ def test_fast_mode_placement_fails_past_l_star():
     assert b0 == 2_471
     batches = np.arange(1, b0 + 1, dtype=float)
     kw = {k: v for k, v in V3_RACK.items() if k != "headroom"}
-    steps = roofline.step_time(batch=batches, context=context, **kw)
+    # The placement is the roofline's own argument (Chapter 1): all-reduces left out.
+    steps = roofline.step_time(batch=batches, context=context, allreduce=False, **kw)
     assert steps[-1] == pytest.approx(20.92e-3, rel=1e-3)
     bf = batches[np.flatnonzero(steps <= steps[-1] / 2.5).max()]
     assert bf == 900

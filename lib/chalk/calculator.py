@@ -12,17 +12,20 @@ works on that. Defaults, stated once:
 * A pass of ``n`` new tokens per sequence (prefill) does n times the matmul work of a decode step,
   its tokens attend causally (L - (n - 1)/2 cached tokens on average, L the context after the
   pass), it reads the weights its B n tokens touch once, and its KV term is the cache at L.
+  Its attention is counted as prefill kernels run it (``roofline.attention_flops_per_pair``: MLA in
+  its multi-head form), a decode step's as decode kernels do.
+* On more than one chip a pass also pays the tensor-parallel all-reduces
+  (``roofline.Replica.allreduce_time``: two per layer, ring, in series with the rest), ``t_comm``.
 """
 import math
 import re
-import warnings
 from dataclasses import dataclass
 
+import numpy as np
 import sympy as sp
 
 from . import roofline
-from .catalog import hardware, systems
-from .errors import ChalkError, DoesNotFit, in_range, positive, positive_int
+from .errors import ChalkError, ContextWarning, DoesNotFit, in_range, positive_int, whole
 from .notation import (B, F, F_att, L, N_act, N_rout, N_tot, W, b_kv, b_w, eta_c, eta_m, f_att, k, n,
                        n_chips, n_exp, p_chip)
 from .catalog.quoted import USD_PER_CHIP_HOUR
@@ -30,10 +33,9 @@ from .catalog.quoted import USD_PER_CHIP_HOUR
 HEADROOM = roofline.HEADROOM
 MFU = 1.0
 MEMORY_EFFICIENCY = 1.0
-LIMITS = {"chips": (1, 1_000_000), "batch": (1, 1e9), "context": (0, 1e9), "prompt": (1, 1e9),
-          "usd_per_chip_hour": (0.001, 10_000)}
-"""Valid ranges of the inputs: wider than any real deployment, narrow enough that a slip of the
-keyboard (1e20 sequences, 1e30 chips) is an error naming the range, not an answer."""
+LIMITS = roofline.LIMITS
+Hardware = roofline.Hardware
+resolve = roofline.resolve
 
 # --- formulas: roofline's, generalised to a pass of n tokens and to the efficiency knobs --------
 _derated = {F: eta_c * F, F_att: eta_c * F_att, W: eta_m * W}
@@ -53,43 +55,11 @@ cost_per_token_pass = t_pass * n_chips * p_chip / (3600 * B * n)
 """Dollars per token of a pass: the replica's rental for the pass shared by its B n tokens."""
 
 
-@dataclass(frozen=True)
-class Hardware:
-    """What serves one replica: ``count`` chips of one kind, and how to name it."""
-    chip: hardware.Chip
-    count: int
-    label: str
-
-
-def resolve(target, chips=None) -> Hardware:
-    """A system name (``"gb200-nvl72"``), a chip name (``"H100-SXM"``, times ``chips``, default 1),
-    or a System / Chip object."""
-    if isinstance(target, str):
-        target = systems.system_or_chip(target)
-    if isinstance(target, systems.System):
-        if chips is not None and chips != target.count:
-            raise ChalkError(f"chips: system {target.name} has {target.count} chips; leave chips out "
-                             f"or name a chip instead")
-        return Hardware(target.chip, target.count, target.name)
-    chip = target
-    count = 1 if chips is None else _limited("chips", positive_int("chips", chips))
-    return Hardware(chip, count, f"{count} x {chip.name}")
-
-
 def _limited(name: str, value):
     return in_range(name, value, *LIMITS[name])
 
 
-def _context_warning(model, context) -> None:
-    """Warn, without refusing, when a context is past what the model was published to support."""
-    limit = model.max_context
-    if limit and float(context) > limit:
-        warnings.warn(ContextWarning(f"context {float(context):,.0f} is beyond {model.display}'s maximum "
-                                     f"context of {limit:,} tokens ({model.max_context_source})"), stacklevel=3)
-
-
-class ContextWarning(UserWarning):
-    """A context longer than the model's published maximum: the numbers are extrapolated."""
+_context_warning = roofline.context_warning
 
 
 def _replica(model, target, dtype, chips, kv_bytes_per_element) -> roofline.Replica:
@@ -124,7 +94,7 @@ def fit(model, target, batch, context, dtype="bf16", chips=None, kv_bytes_per_el
         headroom=HEADROOM) -> Fit:
     """Weights + KV cache of ``batch`` sequences of ``context`` tokens against the HBM."""
     rep = _replica(model, target, dtype, chips, kv_bytes_per_element)
-    in_range("batch", batch, 0, LIMITS["batch"][1])
+    _limited("batch", whole("batch", batch))
     _limited("context", context)
     in_range("headroom", headroom, 0, 0.99)
     _context_warning(rep.model, context)
@@ -199,24 +169,39 @@ def run_pass(model, target, batch, context, n=1, dtype="bf16", chips=None, kv_by
              headroom=HEADROOM) -> PassPoint:
     """Lower bound on a pass of ``n`` tokens per sequence, ``context`` tokens cached after it.
 
-    Raises DoesNotFit when the weights and KV exceed the HBM left after ``headroom``.
+    Raises DoesNotFit when the weights and KV exceed the HBM left after ``headroom``. ``batch`` and
+    ``context`` may be arrays, as in ``roofline.step_time``: each time is then a masked array, NaN
+    and masked where that point does not fit.
     """
     rep = _replica(model, target, dtype, chips, kv_bytes_per_element)
-    _limited("batch", positive("batch", batch))
+    _limited("batch", whole("batch", batch))
     _limited("context", context)
     n = _limited("prompt", positive_int("n", n))
+    if np.any(np.asarray(context) < n):
+        raise ChalkError(f"n: a pass of {n:,} new tokens per sequence needs a context of at least {n:,} "
+                         f"(the context after the pass), got {context!r}")
     in_range("mfu", mfu, 1e-6, 1)
     in_range("memory_efficiency", memory_efficiency, 1e-6, 1)
     _limited("usd_per_chip_hour", usd_per_chip_hour)
     _context_warning(rep.model, context)
     in_range("headroom", headroom, 0, 0.99)
-    rep.check_fit(batch, context, headroom)
-    p = rep.params(context)
+    swept = np.ndim(batch) or np.ndim(context)
+    if not swept:
+        rep.check_fit(batch, context, headroom)
+    p = rep.params(context, "decode" if n == 1 else "prefill")
     derated = _derate(p, mfu, memory_efficiency)
-    times = {name: float(f(n, batch, context, *derated)) for name, f in _pass_numeric.items()}
+    if swept:
+        does_not_fit = rep.weight_bytes + rep.kv_bytes(batch, context) > rep.usable_hbm(headroom)
+        out = lambda t: np.ma.masked_array(np.where(does_not_fit, np.nan, np.broadcast_to(t, does_not_fit.shape)),
+                                           mask=does_not_fit)
+    else:
+        out = float
+    times = {name: out(f(n, batch, context, *derated)) for name, f in _pass_numeric.items()}
     return PassPoint(
-        **times, batch=float(batch), chips=rep.chips, usd_per_chip_hour=float(usd_per_chip_hour),
-        n=n, context=float(context), t_compute_peak=float(_pass_numeric["t_compute"](n, batch, context, *p)))
+        **times, t_comm=out(rep.allreduce_time(batch, n)),
+        batch=out(np.asarray(batch, dtype=float)), chips=rep.chips, usd_per_chip_hour=float(usd_per_chip_hour),
+        n=n, context=out(np.asarray(context, dtype=float)),
+        t_compute_peak=out(_pass_numeric["t_compute"](n, batch, context, *p)))
 
 
 def _derate(params: tuple, mfu: float, memory_efficiency: float) -> tuple:
@@ -244,7 +229,7 @@ def substituted(point: PassPoint, model, target, dtype="bf16", chips=None, kv_by
     """The pass formula in plain text, and the same text with this point's numbers in place of
     the symbols (term for term, so the two lines read alike)."""
     rep = _replica(model, target, dtype, chips, kv_bytes_per_element)
-    named = dict(zip(roofline.ARGS[2:], rep.params(point.context)))
+    named = dict(zip(roofline.ARGS[2:], rep.params(point.context, "decode" if point.n == 1 else "prefill")))
     values = {sym: _g(float(value)) for sym, value in named.items()}
     values |= {B: int(point.batch), n: point.n, L: int(point.context), k: int(named[k]),
                n_exp: int(named[n_exp]), eta_c: _g(mfu), eta_m: _g(memory_efficiency)}

@@ -144,8 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache-write-1h", type=_usd("cache-write-1h"), help="typed in: price of a cache write held 1 hour")
     p.add_argument("--step-context", type=_whole("step-context", 1, 10**9),
                    help="typed in: the long-context step, in tokens of prompt (with --step-input and --step-output)")
-    p.add_argument("--step-input", type=_usd("step-input", "a multiplier"), help="typed in: input price above the step / below it")
-    p.add_argument("--step-output", type=_usd("step-output", "a multiplier"), help="typed in: output price above the step / below it")
+    p.add_argument("--step-input", type=_usd("step-input", "a multiplier"), help="typed in: a multiplier, input price above the step over the price below it")
+    p.add_argument("--step-output", type=_usd("step-output", "a multiplier"), help="typed in: a multiplier, output price above the step over the price below it")
     p.add_argument("--active-params", type=_usd("active-params", "a parameter count"),
                    help="active parameters to read the step with in the lecture's form, N_act b_w / (r L*), e.g. 100e9")
     p.add_argument("--model", help="model whose own config reads the step, and whose stored KV bytes to compare (default: none)")
@@ -231,7 +231,7 @@ def _allreduce_rows(args, model, point, n) -> list[tuple[str, str]]:
     chip = hw.chip
     fixed = f" + {chip.allreduce_fixed * 1e6:g} us each" if chip.allreduce_fixed else " (no measured fixed cost in the catalog)"
     rows = [("all-reduce time (tensor parallel)", _ms(point.t_comm)),
-            ("  what it counts", f"2 x {model.n_layers} all-reduces of {message / 1e6:,.3g} MB, ring over "
+            ("  what it counts", f"2 x {model.n_layers} all-reduces of {message / 1e6:,.1f} MB, ring over "
                                  f"{hw.count} chips at {chip.scale_up_bandwidth / 1e9:,.0f} GB/s per direction{fixed}"),
             ("  what overlaps", "nothing: each layer waits for its sum, so it adds to max(compute, memory)")]
     if chip.in_switch_reduction and hw.count <= chip.scale_up_domain:
@@ -261,7 +261,8 @@ def _serve(args) -> int:
         formula, filled = calculator.substituted(point, model, _target(args), args.dtype, args.chips,
                                                  hardware.bytes_per_weight(args.kv_dtype), args.mfu,
                                                  args.memory_efficiency)
-        print(f"\n{title}\n  t >= {formula}\n    = {filled}")
+        comm = (" + t_allreduce", f" + {point.t_comm:.4g}") if point.t_comm else ("", "")
+        print(f"\n{title}\n  t >= {formula}{comm[0]}\n    = {filled}{comm[1]}")
         print(_rows([("compute time", _ms(point.t_compute)), ("weight-read time", _ms(point.t_weights)),
                      ("KV-read time", _ms(point.t_kv)), *_allreduce_rows(args, model, point, n),
                      ("step time (lower bound)", _ms(point.t_step)),

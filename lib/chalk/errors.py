@@ -32,6 +32,18 @@ class DoesNotFit(ChalkError):
         return self.needed - self.available
 
 
+class ChalkWarning(UserWarning):
+    """A legal input outside what a model or a fit was made for: the number is extrapolated."""
+
+
+class ContextWarning(ChalkWarning):
+    """A context longer than the model's published maximum: the numbers are extrapolated."""
+
+
+class RangeWarning(ChalkWarning):
+    """An input outside the range a formula or fit was made for (a fit's data, one scale-up domain)."""
+
+
 def _as_array(name: str, value):
     # NumPy reads "100" and True as numbers; a caller who typed either made a mistake.
     if isinstance(value, (str, bytes)) or np.asarray(value).dtype.kind in "bSUV":
@@ -58,6 +70,15 @@ def non_negative(name: str, value):
     arr = _as_array(name, value)
     if np.any(arr < 0):
         raise ChalkError(f"{name} must be >= 0, got {value!r}")
+    return value
+
+
+def whole(name: str, value, low: float = 1):
+    """Return ``value`` if every element is a whole number >= ``low`` (a count: sequences, chips),
+    else raise naming ``name``. Arrays are checked elementwise."""
+    arr = _as_array(name, value)
+    if np.any(arr < low) or np.any(arr != np.floor(arr)):
+        raise ChalkError(f"{name} must be a whole number >= {number_text(low)}, got {value!r}")
     return value
 
 

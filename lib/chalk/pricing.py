@@ -37,7 +37,7 @@ import sympy as sp
 from . import calculator, catalog, operator, roofline
 from .catalog import hardware, models, operators, prices, systems, tiers
 from .catalog.quoted import USD_PER_CHIP_HOUR
-from .errors import ChalkError, non_negative, positive, positive_int
+from .errors import ChalkError, in_range, non_negative, positive, positive_int
 from .notation import C, F, F_att, L, L_star, N_act, T_hold, W, b_kv, b_w, eta_c, f_att, p_hold, p_in, p_out, r
 
 # --- formulas -------------------------------------------------------------------------------
@@ -159,9 +159,15 @@ def typed_price(input, output, *, cache_read=None, cache_write_5m=None, cache_wr
     above with its input and output multipliers (all three, or none)."""
     positive("input", input)
     positive("output", output)
+    if float(output) < float(input):
+        raise ChalkError(f"output: an output price below the input price ({output:g} < {input:g} USD per Mtok) is "
+                         "no published list; check the order of --input and --output")
     cached = {key: float(positive(key, value)) for key, value in
               (("cache_read", cache_read), ("cache_write_5m", cache_write_5m), ("cache_write_1h", cache_write_1h))
               if value is not None}
+    if cached.get("cache_read", 0) > float(input):
+        raise ChalkError(f"cache_read: a cache hit dearer than the input it replaces ({cached['cache_read']:g} > "
+                         f"{input:g} USD per Mtok) would never be bought; it must be at most the input price")
     step = {"step_context": step_context, "step_input": step_input, "step_output": step_output}
     long_context = None
     if any(v is not None for v in step.values()):
@@ -223,11 +229,18 @@ def implied_cache_tier(hold_seconds: float, target="H100-SXM") -> Deduction:
     return Deduction("storage tier", tier.drain_time, drain_time, {"T_hold": hold_seconds, "tier": tier.display})
 
 
+MIN_ACTIVE_PARAMS = 1e8
+"""The smallest active-parameter count taken for a served model (GPT-2 small has 124M): below it the
+number is a slip (70 instead of 70e9), not a model."""
+
+
 def deduce(price, model=None, target="H100-SXM", dtype="bf16", active_params=None) -> list[Deduction]:
     """Everything this module reads off one price entry (a catalog name or ``typed_price``): the
     decode MFU; with a step, the KV bytes per token in the lecture's form for ``active_params``
     and from ``model``'s own shapes; the storage tier behind each cache write's hold."""
     price = _price(price)
+    if active_params is not None:
+        in_range("active_params", active_params, MIN_ACTIVE_PARAMS, 1e14)
     out = [implied_decode_mfu(price)]
     if price.long_context and active_params is not None:
         out.append(implied_kv_bytes_lecture(price, active_params, target, dtype))

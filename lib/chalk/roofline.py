@@ -4,14 +4,16 @@ The constants the lecture drops are explicit here: 2 FLOPs per parameter per tok
 bytes per weight and ``b_kv`` bytes of KV cache per token of context.
 """
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import sympy as sp
 
-from .catalog import hardware, models
+from .catalog import hardware, models, systems
 from .catalog.quoted import USD_PER_CHIP_HOUR
-from .errors import ChalkError, DoesNotFit, in_range, non_negative, positive, positive_int
+from .errors import (ChalkError, ContextWarning, DoesNotFit, RangeWarning, in_range, non_negative, positive,
+                     positive_int, whole)
 from .notation import B, F, F_att, L, N_act, N_rout, N_tot, W, b_kv, b_w, f_att, k, n_chips, n_exp, p_chip, r, s
 
 # --- formulas ---------------------------------------------------------------------------------
@@ -109,6 +111,48 @@ The one default of the library, the calculator and ``python -m chalk``; pass ``h
 the bare capacity bound (as the scaling book's worked answers use)."""
 
 
+ACTIVATION_BYTES = 2
+"""Bytes per activation element a tensor-parallel all-reduce sums: BF16, whatever the weights' format."""
+ALLREDUCE_ALGORITHMS = ("ring", "in-switch")
+
+LIMITS = {"chips": (1, 1_000_000), "batch": (1, 1e9), "context": (0, 1e9), "prompt": (1, 1e9),
+          "usd_per_chip_hour": (0.001, 10_000)}
+"""Valid ranges of the inputs: wider than any real deployment, narrow enough that a slip of the
+keyboard (1e20 sequences, 1e30 chips) is an error naming the range, not an answer."""
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """What serves one replica: ``count`` chips of one kind, and how to name it."""
+    chip: hardware.Chip
+    count: int
+    label: str
+
+
+def resolve(target, chips=None) -> Hardware:
+    """A system name (``"gb200-nvl72"``), a chip name (``"H100-SXM"``, times ``chips``, default 1),
+    or a System / Chip object."""
+    if isinstance(target, str):
+        target = systems.system_or_chip(target)
+    if isinstance(target, systems.System):
+        if chips is not None and chips != target.count:
+            raise ChalkError(f"chips: system {target.name} has {target.count} chips; leave chips out "
+                             f"or name a chip instead")
+        return Hardware(target.chip, target.count, target.name)
+    if not isinstance(target, hardware.Chip):
+        raise ChalkError(f"target: expected a system or chip name (`python -m chalk list systems`), got {target!r}")
+    count = 1 if chips is None else in_range("chips", positive_int("chips", chips), *LIMITS["chips"])
+    return Hardware(target, count, f"{count} x {target.name}")
+
+
+def context_warning(model, context) -> None:
+    """Warn, without refusing, when a context is past what the model was published to support."""
+    limit = model.max_context
+    if limit and float(np.max(context)) > limit:
+        warnings.warn(ContextWarning(f"context {float(np.max(context)):,.0f} is beyond {model.display}'s maximum "
+                                     f"context of {limit:,} tokens ({model.max_context_source})"), stacklevel=3)
+
+
 @dataclass(frozen=True)
 class Replica:
     """The chips that serve one copy of a model, with names resolved and inputs checked once.
@@ -124,7 +168,43 @@ class Replica:
 
     @property
     def weight_bytes(self) -> float:
-        return self.model.total_params * hardware.bytes_per_weight(self.dtype)
+        """The model's weights as served: ``dtype`` for every weight, or a checkpoint's own mixture."""
+        return self.model.weight_bytes(self.dtype)
+
+    def allreduce_time(self, batch, n=1, algorithm: str = "ring"):
+        """Seconds a step of ``batch`` sequences x ``n`` new tokens spends in tensor-parallel
+        all-reduces: two per layer (after attention's output projection and the FFN's down
+        projection), each of the step's activations in BF16, B n d_model x 2 bytes.
+
+        A ring sends 2(N-1)/N of the message each way per chip; an in-switch reduction (where the
+        catalog says the switch reduces, ``Chip.in_switch_reduction``) sends it once. Each
+        collective also pays the chip's measured fixed cost (``Chip.allreduce_fixed``). Nothing
+        overlaps: each layer waits for its sum. A replica larger than one scale-up domain runs its
+        ring at the scale-out rate (a ring is as slow as its slowest link), with a RangeWarning.
+        0 for one chip."""
+        if algorithm not in ALLREDUCE_ALGORITHMS:
+            raise ChalkError(f"algorithm must be one of {', '.join(map(repr, ALLREDUCE_ALGORITHMS))}, got {algorithm!r}")
+        if self.chips == 1:
+            return 0.0 * np.asarray(batch, dtype=float) if np.ndim(batch) else 0.0
+        chip, count = self.chip, self.chips
+        link = chip.scale_up_bandwidth
+        if count > chip.scale_up_domain:
+            warnings.warn(RangeWarning(
+                f"chips: {count:,} x {chip.name} span more than one scale-up domain of {chip.scale_up_domain:,}; "
+                f"the all-reduce ring runs at the scale-out rate ({chip.scale_out_bandwidth / 1e9:,.1f} GB/s per "
+                f"direction)"), stacklevel=3)
+            link = chip.scale_out_bandwidth
+        if algorithm == "in-switch":
+            if not chip.in_switch_reduction or count > chip.scale_up_domain:
+                raise ChalkError(f"algorithm: the catalog records no in-switch reduction for {count:,} x {chip.name}; "
+                                 "use 'ring'")
+            share = 1.0
+        else:
+            share = 2 * (count - 1) / count
+        message = np.asarray(batch, dtype=float) * n * self.model.d_model * ACTIVATION_BYTES
+        per_collective = chip.allreduce_fixed + share * message / link
+        t = 2 * self.model.n_layers * per_collective
+        return float(t) if np.ndim(t) == 0 else t
 
     def usable_hbm(self, headroom: float) -> float:
         return self.chips * self.chip.hbm_capacity * (1 - headroom)
@@ -140,7 +220,7 @@ class Replica:
         """F_att: the replica's peak FLOP/s in the number format attention runs in."""
         return self.chips * self.chip.flops(self.attention_dtype)
 
-    def params(self, context=0.0) -> tuple:
+    def params(self, context=0.0, phase: str = "decode") -> tuple:
         """(N_act, N_tot, b_w, b_kv, F, W, f_att, F_att, N_routed, k, n_exp) for ``numeric``, after
         its (B, L).
 
@@ -148,17 +228,18 @@ class Replica:
         b_kv and f_att are then their effective values per token at ``context`` (total / context),
         so that L b_kv and L f_att are exact for one sequence. Without windows they are the
         per-token constants. A dense model has N_routed = 0 (and k = n_exp = 1, which then
-        multiply nothing)."""
+        multiply nothing). f_att is counted as ``phase``'s kernels run attention
+        (``attention_flops_per_pair``); b_w is the bytes per weight averaged over the checkpoint."""
         m, e = self.model, self.kv_bytes_per_element
-        b_kv_value, f_value = m.kv_bytes_per_token(e), m.attention_flops_per_cached_token()
+        b_kv_value, f_value = m.kv_bytes_per_token(e), m.attention_flops_per_cached_token(phase)
         windowed = m.kv_bytes_windowed(context, e)
         if np.any(windowed):
             ctx = np.asarray(context, dtype=float)
             per_token = lambda total: np.divide(total, ctx, out=np.zeros_like(ctx), where=ctx > 0)
             b_kv_value = b_kv_value + per_token(windowed)
-            f_value = f_value + per_token(m.attention_flops_windowed(context))
+            f_value = f_value + per_token(m.attention_flops_windowed(context, phase))
         k_value, n_value = (m.moe["experts_per_token"], m.moe["n_routed_experts"]) if m.moe else (1, 1)
-        return (m.active_params, m.total_params, hardware.bytes_per_weight(self.dtype), b_kv_value,
+        return (m.active_params, m.total_params, self.weight_bytes / m.total_params, b_kv_value,
                 self.chips * self.chip.flops(self.dtype), self.chips * self.chip.hbm_bandwidth,
                 f_value, self.attention_flops_rate, m.routed_expert_params, k_value, n_value)
 
@@ -193,6 +274,14 @@ class Replica:
                                            f_att: f, F_att: f_rate}))
 
 
+def _model(model) -> models.Model:
+    """A model name or catalog object, checked: None or a number is an error naming ``model``."""
+    model = models.get(model) if isinstance(model, str) else model
+    if not isinstance(model, models.Model):
+        raise ChalkError(f"model: expected a model name (`python -m chalk list models`), got {model!r}")
+    return model
+
+
 def replica(chip, model, dtype="bf16", chips=1, kv_bytes_per_element=2, attention_dtype=None) -> Replica:
     """The public boundary: names (or catalog objects) resolved and every input checked, once.
 
@@ -200,19 +289,40 @@ def replica(chip, model, dtype="bf16", chips=1, kv_bytes_per_element=2, attentio
     FlashAttention and FlashMLA whatever format the weights are served in, or the weights' own
     format on a chip with no published BF16 rate."""
     chip = hardware.get(chip) if isinstance(chip, str) else chip
-    model = models.get(model) if isinstance(model, str) else model
+    model = _model(model)
+    if not isinstance(chip, hardware.Chip):
+        raise ChalkError(f"chip: expected a chip name (`python -m chalk list chips`), got {chip!r}")
     chip.flops(dtype)  # the number format must be one this chip has a published rate for
     if attention_dtype is None:
         attention_dtype = "bf16" if "bf16" in chip.dtypes else dtype
     chip.flops(attention_dtype)
-    return Replica(chip, model, dtype, positive_int("chips", chips),
+    return Replica(chip, model, dtype, in_range("chips", positive_int("chips", chips), *LIMITS["chips"]),
                    float(positive("kv_bytes_per_element", kv_bytes_per_element)), attention_dtype)
 
 
 def _workload(batch, context, headroom=HEADROOM):
-    positive("batch", batch)
+    positive("batch", batch)  # continuous here: B* and the graphs' sweeps are not counts
     non_negative("context", context)
     in_range("headroom", headroom, 0, 0.99)
+
+
+def attention_flops_per_pair(model, phase: str = "decode") -> float:
+    """FLOPs of attention per (new token, cached token) pair, all layers, as ``phase``'s kernels
+    run it: "decode" or "prefill". They differ for MLA only: decode absorbs the up-projections
+    (2 n_heads (2 d_c + d_R) per layer, about 17 MFLOP for DeepSeek-V3's 61 layers), prefill runs
+    the multi-head form (2 n_heads (2 d_head + d_R), about 5.0 MFLOP)."""
+    return _model(model).attention_flops_per_cached_token(phase)
+
+
+def tp_allreduce_time(model, target, batch, chips=None, n=1, algorithm="ring", dtype="bf16"):
+    """Seconds one decode step (or a pass of ``n`` tokens per sequence) spends in tensor-parallel
+    all-reduces on ``target`` (a system, or a chip times ``chips``): 0 for one chip.
+    ``Replica.allreduce_time`` says what it counts."""
+    hw = resolve(target, chips)
+    rep = replica(hw.chip, model, dtype, hw.count)
+    whole("batch", batch)
+    n = positive_int("n", n)
+    return rep.allreduce_time(batch, n, algorithm)
 
 
 def memory_needed(model, batch, context, dtype="bf16", kv_bytes_per_element=2):
@@ -221,7 +331,7 @@ def memory_needed(model, batch, context, dtype="bf16", kv_bytes_per_element=2):
     The KV term is ``batch * context * b_kv`` plus, for sliding-window layers, the tokens of each
     window (``Model.kv_bytes_windowed``), so windowed models are counted exactly.
     """
-    model = models.get(model) if isinstance(model, str) else model
+    model = _model(model)
     non_negative("batch", batch)
     non_negative("context", context)
     hardware.bytes_per_weight(dtype)
@@ -239,7 +349,9 @@ def check_fit(chip, model, batch, context, dtype="bf16", chips=1, kv_bytes_per_e
     non_negative("batch", batch)
     non_negative("context", context)
     in_range("headroom", headroom, 0, 0.99)
-    replica(chip, model, dtype, chips, kv_bytes_per_element).check_fit(batch, context, headroom)
+    rep = replica(chip, model, dtype, chips, kv_bytes_per_element)
+    context_warning(rep.model, context)
+    rep.check_fit(batch, context, headroom)
 
 
 def max_batch(chip, model, context, dtype="bf16", chips=1, kv_bytes_per_element=2,
@@ -248,6 +360,7 @@ def max_batch(chip, model, context, dtype="bf16", chips=1, kv_bytes_per_element=
     rep = replica(chip, model, dtype, chips, kv_bytes_per_element)
     non_negative("context", context)
     in_range("headroom", headroom, 0, 0.99)
+    context_warning(rep.model, context)
     return rep.max_batch(context, headroom)
 
 
@@ -274,16 +387,28 @@ def balance_context_for(chip, model, dtype="bf16", kv_bytes_per_element=2) -> fl
 
 
 def step_time(chip, model, batch, context, dtype="bf16", chips=1, kv_bytes_per_element=2,
-              headroom=HEADROOM):
-    """Lower bound max(compute time, memory time) on one decode step, in seconds.
+              headroom=HEADROOM, allreduce=True):
+    """Lower bound on one decode step, in seconds: max(compute time, memory time), plus the
+    tensor-parallel all-reduces over ``chips`` (``Replica.allreduce_time``, ring) unless
+    ``allreduce=False`` (the roofline alone, as the lecture draws it).
 
-    Raises DoesNotFit when the weights and KV cache exceed the chips' usable HBM.
+    One point that does not fit raises DoesNotFit. Over arrays of batches or contexts the answer
+    is a masked array: points that do not fit are NaN and masked, the rest are answered.
     """
     rep = replica(chip, model, dtype, chips, kv_bytes_per_element)
     _workload(batch, context, headroom)
-    rep.check_fit(batch, context, headroom)
+    context_warning(rep.model, context)
+    swept = np.ndim(batch) or np.ndim(context)
+    if not swept:
+        rep.check_fit(batch, context, headroom)
     t = numeric["t_step"](batch, context, *rep.params(context))
-    return float(t) if np.ndim(t) == 0 else t
+    if allreduce:
+        t = t + rep.allreduce_time(batch)
+    if not swept:
+        return float(t)
+    does_not_fit = rep.weight_bytes + rep.kv_bytes(batch, context) > rep.usable_hbm(headroom)
+    t = np.broadcast_to(t, does_not_fit.shape)
+    return np.ma.masked_array(np.where(does_not_fit, np.nan, t), mask=does_not_fit)
 
 
 @dataclass(frozen=True)
@@ -300,6 +425,8 @@ class DecodePoint:
     chips: int
     usd_per_chip_hour: float
     t_attn: float = 0.0
+    t_comm: float = 0.0
+    """Tensor-parallel all-reduces, in series with the rest (``Replica.allreduce_time``)."""
 
     @property
     def t_mem(self) -> float:
@@ -307,13 +434,18 @@ class DecodePoint:
 
     @property
     def t_step(self) -> float:
-        return max(self.t_compute, self.t_mem)
+        return np.maximum(self.t_compute, self.t_mem) + self.t_comm
 
     @property
     def regime(self) -> str:
-        if self.t_compute >= self.t_mem:
-            return "compute-bound (attention)" if 2 * self.t_attn > self.t_compute else "compute-bound"
-        return "memory-bound (weights)" if self.t_weights >= self.t_kv else "memory-bound (KV cache)"
+        """Which term sets the step; over a sweep (``calculator``'s arrays), one per point, and
+        "does not fit" where the point is masked."""
+        if np.ndim(self.t_compute) == 0:
+            return _regime(self.t_compute, self.t_weights, self.t_kv, self.t_attn, self.t_comm)
+        fields = np.broadcast_arrays(*(np.ma.filled(np.ma.asarray(x, dtype=float), np.nan) for x in
+                                       (self.t_compute, self.t_weights, self.t_kv, self.t_attn, self.t_comm)))
+        return np.array([_regime(*point) if not np.isnan(point[0]) else "does not fit" for point in zip(*(f.ravel() for f in fields))],
+                        dtype=object).reshape(fields[0].shape)
 
     @property
     def mfu(self) -> float:
@@ -330,12 +462,25 @@ class DecodePoint:
         return 1e6 * self.t_step * self.chips * self.usd_per_chip_hour / 3600 / self.batch
 
 
+def _regime(t_compute, t_weights, t_kv, t_attn, t_comm) -> str:
+    t_mem = t_weights + t_kv
+    if t_comm > max(t_compute, t_mem):
+        return "communication-bound (all-reduce)"
+    if t_compute >= t_mem:
+        return "compute-bound (attention)" if 2 * t_attn > t_compute else "compute-bound"
+    return "memory-bound (weights)" if t_weights >= t_kv else "memory-bound (KV cache)"
+
+
 def decode_point(chip, model, batch, context, dtype="bf16", chips=1, usd_per_chip_hour=USD_PER_CHIP_HOUR,
-                 kv_bytes_per_element=2, headroom=HEADROOM, attention_dtype=None) -> DecodePoint:
-    """Everything the Chapter 1 widget and calculator show for one (batch, context)."""
+                 kv_bytes_per_element=2, headroom=HEADROOM, attention_dtype=None, allreduce=False) -> DecodePoint:
+    """Everything the Chapter 1 widget and calculator show for one (batch, context).
+
+    The roofline alone by default, as the chapter's graphs draw it; ``allreduce=True`` adds the
+    tensor-parallel all-reduces over ``chips`` in series (``t_comm``), as ``step_time`` does."""
     rep = replica(chip, model, dtype, chips, kv_bytes_per_element, attention_dtype)
     _workload(batch, context, headroom)
     positive("usd_per_chip_hour", usd_per_chip_hour)
+    context_warning(rep.model, context)
     rep.check_fit(batch, context, headroom)
     p = rep.params(context)
     return DecodePoint(
@@ -343,6 +488,7 @@ def decode_point(chip, model, batch, context, dtype="bf16", chips=1, usd_per_chi
         t_weights=float(numeric["t_weights"](batch, context, *p)),
         t_kv=float(numeric["t_kv"](batch, context, *p)),
         t_attn=float(numeric["t_attn"](batch, context, *p)),
+        t_comm=float(rep.allreduce_time(batch)) if allreduce else 0.0,
         batch=float(batch), chips=rep.chips, usd_per_chip_hour=float(usd_per_chip_hour))
 
 

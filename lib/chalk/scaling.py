@@ -12,6 +12,7 @@ Three pieces, each a SymPy expression first and a NumPy function lambdified from
 ``N`` is always the active parameter count: for an MoE, applying a dense fit to it is an assumption
 (the lecture's own), not a result.
 """
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -19,7 +20,7 @@ import sympy as sp
 
 from .catalog import models
 from .catalog.overtraining import FITS, LECTURE, Fit
-from .errors import ChalkError, in_range, lookup, non_negative, positive
+from .errors import ChalkError, RangeWarning, in_range, lookup, non_negative, positive
 from .notation import (A, B_0, C_train, D, D_RL, D_inf, E_0, N_act, a, alpha, b, beta, eta_RL, eta_inf,
                        ell, kappa, p, q, u, x)
 
@@ -137,6 +138,20 @@ _per_param = sp.lambdify((u, v, ell) + _FIT_ARGS, per_param_cost_at_optimum)
 _penalty = sp.lambdify((p, q), heuristic_penalty_expr)
 
 
+FIT_ENVELOPE = {"N": (1e6, 1e14), "D": (1e8, 1e15), "C": (1e15, 1e30)}
+"""Parameters, tokens and FLOPs within a few orders of magnitude of the data every catalog fit was
+made on (Hoffmann et al.: 70M to 16B parameters, 5B to 500B tokens). Outside it a fit's number is
+an extrapolation far past its data, and the functions say so with a RangeWarning."""
+
+
+def _in_envelope(name: str, value, fit) -> None:
+    low, high = FIT_ENVELOPE[name]
+    arr = np.asarray(value, float)
+    if np.any(arr < low) or np.any(arr > high):
+        warnings.warn(RangeWarning(f"{name} = {value!r} is far outside what fit {get_fit(fit).name!r} was made for "
+                                   f"({low:.0e} to {high:.0e}): the number is an extrapolation"), stacklevel=3)
+
+
 def _scalar_or_array(value):
     return float(value) if np.ndim(value) == 0 else value
 
@@ -158,12 +173,15 @@ def loss(N, D, fit: str = "hoffmann"):
     ``D`` tokens (NumPy arrays broadcast)."""
     positive("N", N)
     positive("D", D)
+    _in_envelope("N", N, fit)
+    _in_envelope("D", D, fit)
     return _scalar_or_array(_loss(np.asarray(N, float), np.asarray(D, float), *_constants(fit)))
 
 
 def compute_optimal(C, fit: str = "hoffmann"):
     """(N, D) minimising the loss at a training budget of ``C`` FLOPs, with 6 N D = C."""
     positive("C", C)
+    _in_envelope("C", C, fit)
     n = _n_star(np.asarray(C, float), *_constants(fit))
     return _scalar_or_array(n), _scalar_or_array(np.asarray(C, float) / (6 * n))
 
@@ -171,6 +189,7 @@ def compute_optimal(C, fit: str = "hoffmann"):
 def optimal_tokens(N, fit: str = "hoffmann"):
     """Training tokens that put a model of ``N`` parameters on the fit's compute-optimal frontier."""
     positive("N", N)
+    _in_envelope("N", N, fit)
     return _scalar_or_array(_frontier_tokens(np.asarray(N, float), *_constants(fit)))
 
 

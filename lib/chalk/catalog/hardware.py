@@ -43,6 +43,13 @@ class Chip:
     """Published on-demand rental range ($ per chip-hour), when one is published."""
     rental_source: str = ""
     rental_as_of: str = ""
+    allreduce_fixed: float = 0.0
+    """seconds one all-reduce takes whatever its size (measured on the smallest message); 0 where
+    the catalog holds no measurement"""
+    in_switch_reduction: bool = False
+    """whether the scale-up switch reduces in the network (NVLink SHARP)"""
+    allreduce_source: str = ""
+    allreduce_as_of: str = ""
 
     def flops(self, dtype: str = "bf16") -> float:
         """Dense peak FLOP/s in ``dtype``; raises naming the formats this chip supports."""
@@ -91,6 +98,21 @@ def _in_bytes(where: str, e: dict, quantity: str) -> float:
     return float(e[key]) * scale
 
 
+def _allreduce(where: str, e: dict) -> dict:
+    """The optional all-reduce figures, which carry their own source and date."""
+    keys = ("allreduce_fixed_us", "in_switch_reduction")
+    if not any(key in e for key in keys):
+        return {}
+    if "allreduce_fixed_us" in e:
+        catalog.require(where, e, {"allreduce_fixed_us": float})
+    if "in_switch_reduction" in e:
+        catalog.require(where, e, {"in_switch_reduction": bool})
+    catalog.check_source(where, e.get("allreduce_source", ""), e.get("allreduce_as_of", ""), "allreduce_")
+    return dict(allreduce_fixed=float(e.get("allreduce_fixed_us", 0.0)) * 1e-6,
+                in_switch_reduction=e.get("in_switch_reduction", False),
+                allreduce_source=e["allreduce_source"], allreduce_as_of=e["allreduce_as_of"])
+
+
 def _rental(where: str, e: dict):
     """The optional (low, high) $/chip-hour range, which must carry its own source and date."""
     if "rental_usd_per_hour" not in e:
@@ -123,7 +145,7 @@ def catalog_chips() -> dict[str, Chip]:
             scale_out_bandwidth=_in_bytes(where, e, "scale_out"),
             source=e["source"], as_of=e["as_of"], note=e.get("note", ""),
             rental_usd_per_hour=_rental(where, e), rental_source=e.get("rental_source", ""),
-            rental_as_of=e.get("rental_as_of", ""),
+            rental_as_of=e.get("rental_as_of", ""), **_allreduce(where, e),
         )
     return chips
 

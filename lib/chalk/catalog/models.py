@@ -16,6 +16,7 @@ import numpy as np
 import sympy as sp
 
 from .. import catalog
+from .hardware import BYTES_PER_ELEMENT, bytes_per_weight
 from ..errors import ChalkError, lookup, non_negative, positive
 from ..notation import (D, L, N_act, N_emb, b_el, d_c, d_conv, d_cq, d_ff, d_head, d_inner, d_model,
                        d_R, d_state, g_kv, n_G, n_heads, n_kv, n_layers, n_loc, n_vocab, r_dt, w)
@@ -90,11 +91,21 @@ ATTENTION_DECODE_FLOPS["mla"] = 2 * n_heads * (2 * d_c + d_R)
 Windowed layers attend to min(L, w) tokens; layers that share another layer's KV cache still
 attend to it, so sharing saves bytes, not FLOPs."""
 
-ATTENTION_DECODE_LONG = {kind: n_G * per_layer for kind, per_layer in ATTENTION_DECODE_FLOPS.items()}
-"""f_att at long context: FLOPs each further cached token adds to one decode token, all layers."""
-ATTENTION_DECODE_WINDOWED = {kind: n_loc * sp.Min(L, w) * per_layer
-                             for kind, per_layer in ATTENTION_DECODE_FLOPS.items()}
-"""Attention FLOPs of one decode token in the sliding-window layers, at context L."""
+ATTENTION_PHASE_FLOPS = {"decode": ATTENTION_DECODE_FLOPS, "prefill": ATTENTION_FLOPS}
+"""FLOPs per (query token, cached token) pair per attention layer, as each phase's kernels run it.
+Prefill runs MLA in its multi-head form (vLLM's MLA backend and DeepSeek's own kernels decompress the
+latents into per-head keys and values once per token, then attend as MHA: d_head + d_R for the
+scores, d_head for the values); decode runs the absorbed form. The two agree for MHA/GQA/MQA."""
+PHASES = tuple(ATTENTION_PHASE_FLOPS)
+
+ATTENTION_LONG = {phase: {kind: n_G * per_layer for kind, per_layer in flops.items()}
+                  for phase, flops in ATTENTION_PHASE_FLOPS.items()}
+"""f_att at long context: FLOPs each further cached token adds to one new token, all layers."""
+ATTENTION_WINDOWED = {phase: {kind: n_loc * sp.Min(L, w) * per_layer for kind, per_layer in flops.items()}
+                      for phase, flops in ATTENTION_PHASE_FLOPS.items()}
+"""Attention FLOPs of one new token in the sliding-window layers, at context L."""
+ATTENTION_DECODE_LONG = ATTENTION_LONG["decode"]
+ATTENTION_DECODE_WINDOWED = ATTENTION_WINDOWED["decode"]
 
 FORWARD_FLOPS_PER_TOKEN = {
     kind: 2 * (N_act - N_emb) + per_token * (n_G * L + n_loc * sp.Min(L, w))
@@ -147,6 +158,9 @@ class Model:
     max_context: int | None = None
     """The longest context the publisher supports, in tokens."""
     max_context_source: str = ""
+    checkpoint: dict | None = None
+    """A published checkpoint's number format per tensor group (``CHECKPOINT_GROUPS``), when its
+    tensors are not all in one format; ``None`` when every weight is served in the one ``dtype``."""
 
     # --- layer make-up ----------------------------------------------------------------------
     def layer_kinds(self) -> list[str]:
@@ -258,6 +272,20 @@ class Model:
             return 0.0
         return self.n_moe_layers * self.moe["n_routed_experts"] * self._ffn(self.moe["d_ff_expert"])
 
+    def weight_bytes(self, dtype: str | None = None) -> float:
+        """Bytes of the weights as served: the checkpoint's own mixture of formats where the catalog
+        holds one (``dtype`` then names only the matmul rate, not the storage), else every weight in
+        ``dtype`` (default bf16). Per-row or per-tensor scale factors (under 0.1%) are left out."""
+        if self.checkpoint is None:
+            return self.total_params * bytes_per_weight(dtype or "bf16")
+        c = self.checkpoint
+        size = {group: bytes_per_weight(c.get(group, c["default"])) for group in CHECKPOINT_GROUPS}
+        groups = {"embeddings": self.embedding_params, "attention": self._attention_params + self._ssm_params,
+                  "ffn": self._ffn_params(active=False)}
+        total = sum(params * size[group] for group, params in groups.items())
+        kept = len(c.get("ffn_kept_layers", ()))  # whole FFNs left in the default format
+        return total + kept * self._ffn(self.d_ff) * (bytes_per_weight(c["default"]) - size["ffn"])
+
     # --- KV cache ---------------------------------------------------------------------------
     def kv_bytes_per_token(self, bytes_per_element: float = 2) -> float:
         """b_kv: KV-cache bytes each further token of context adds, all layers, at long context.
@@ -316,21 +344,22 @@ class Model:
             self._values() | {N_act: self.active_params, N_emb: self.input_embedding_params})
         return sp.lambdify(L, expr, modules=[{"Min": np.minimum}, "numpy"])
 
-    def attention_flops_per_cached_token(self) -> float:
-        """f_att: decode attention FLOPs each further cached token adds, all layers, once every
-        sliding window is full (``ATTENTION_DECODE_LONG``)."""
-        return float(ATTENTION_DECODE_LONG[self.attention].subs(self._values()))
+    def attention_flops_per_cached_token(self, phase: str = "decode") -> float:
+        """f_att: attention FLOPs each further cached token adds to one new token, all layers, once
+        every sliding window is full, as ``phase``'s kernels run it (``ATTENTION_PHASE_FLOPS``)."""
+        return float(ATTENTION_LONG[_phase(phase)][self.attention].subs(self._values()))
 
-    def attention_flops_windowed(self, context):
-        """Decode attention FLOPs of one new token in the sliding-window layers at ``context``."""
+    def attention_flops_windowed(self, context, phase: str = "decode"):
+        """Attention FLOPs of one new token in the sliding-window layers at ``context``."""
         non_negative("context", context)
-        total = self._attn_windowed(np.asarray(context, dtype=float))
+        total = self._attn_windowed[_phase(phase)](np.asarray(context, dtype=float))
         return float(total) if np.ndim(total) == 0 else total * np.ones_like(np.asarray(context, dtype=float))
 
     @cached_property
-    def _attn_windowed(self):
-        expr = ATTENTION_DECODE_WINDOWED[self.attention].subs(self._values())
-        return sp.lambdify(L, expr, modules=[{"Min": np.minimum}, "numpy"])
+    def _attn_windowed(self) -> dict:
+        return {phase: sp.lambdify(L, by_kind[self.attention].subs(self._values()),
+                                   modules=[{"Min": np.minimum}, "numpy"])
+                for phase, by_kind in ATTENTION_WINDOWED.items()}
 
     def training_flops(self, tokens: float | None = None) -> float:
         """6 N_act D, with D the reported training tokens unless ``tokens`` is given."""
@@ -342,6 +371,29 @@ class Model:
 
 
 _ATTENTION_KINDS = tuple(ATTENTION_PARAMS)
+CHECKPOINT_GROUPS = ("embeddings", "attention", "ffn")
+"""Tensor groups a mixed-precision checkpoint may store in different formats."""
+
+
+def _check_checkpoint(where: str, e: dict) -> None:
+    c = e.get("checkpoint")
+    if c is None:
+        return
+    if not isinstance(c, dict) or "default" not in c:
+        raise ChalkError(f"{where}: checkpoint must be a table with a 'default' format")
+    for key, value in c.items():
+        if key == "ffn_kept_layers":
+            if e.get("moe") or not all(isinstance(i, int) and 0 <= i < e["n_layers"] for i in value):
+                raise ChalkError(f"{where}: checkpoint.ffn_kept_layers must be layer indices of a dense model")
+        elif key not in ("default", *CHECKPOINT_GROUPS) or value not in BYTES_PER_ELEMENT:
+            raise ChalkError(f"{where}: checkpoint.{key} must be a format ({', '.join(BYTES_PER_ELEMENT)}) "
+                             f"for one of default, {', '.join(CHECKPOINT_GROUPS)}; got {value!r}")
+
+
+def _phase(phase: str) -> str:
+    if phase not in PHASES:
+        raise ChalkError(f"phase must be one of {', '.join(map(repr, PHASES))}, got {phase!r}")
+    return phase
 
 
 def _check_layers(where: str, e: dict) -> None:
@@ -379,6 +431,7 @@ def _build(name: str, e: dict) -> Model:
     if kind == "mla":
         catalog.require(where + " mla", e.get("mla", {}), _MLA)
     _check_layers(where, e)
+    _check_checkpoint(where, e)
     if "max_context" in e:
         catalog.require(where, e, {"max_context": int})
     if "max_context_source" in e:
@@ -403,6 +456,7 @@ def _build(name: str, e: dict) -> Model:
         kv_share=e.get("kv_share", 1), ssm=e.get("ssm"),
         relative_positions=e.get("relative_positions", False),
         max_context=e.get("max_context"), max_context_source=e.get("max_context_source", e["source"]),
+        checkpoint=e.get("checkpoint"),
     )
 
 
@@ -417,7 +471,22 @@ def from_config(name: str, config: dict) -> Model:
 
 @cache
 def catalog_models() -> dict[str, Model]:
-    return {name: _build(name, e) for name, e in catalog.load("models.toml").items()}
+    table = catalog.load("models.toml")
+    return {name: _build(name, _with_base(name, e, table)) for name, e in table.items()}
+
+
+_OWN = ("display", "source", "as_of", "note", "checkpoint", "reported_total_params", "reported_active_params")
+"""What a checkpoint entry (``base = ...``) says for itself; the shape comes from its base."""
+
+
+def _with_base(name: str, e: dict, table: dict) -> dict:
+    """An entry that names a ``base`` model (a published checkpoint of it) takes the base's shape."""
+    if "base" not in e:
+        return e
+    base = table.get(e["base"])
+    if base is None or "base" in base:
+        raise ChalkError(f"models.toml [{name}]: base must name a model entry without a base, got {e['base']!r}")
+    return {k: v for k, v in base.items() if k not in _OWN} | {k: v for k, v in e.items() if k != "base"}
 
 
 def get(name: str) -> Model:

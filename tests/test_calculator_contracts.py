@@ -1,0 +1,196 @@
+"""Issue 23's contracts, each against the figure it cites, and one test per class of bad input
+that used to return a number."""
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from chalk import calculator, cli, hardware, models, pricing, roofline, scaling
+from chalk.errors import ChalkError, ContextWarning, DoesNotFit, RangeWarning
+
+GIB = 2.0 ** 30
+
+
+# --- tensor-parallel all-reduce ----------------------------------------------------------------
+def test_allreduce_llama_70b_on_8_h100_at_batch_930_is_9_5_ms_on_a_ring():
+    # By hand: 80 layers x 2 all-reduces; each sums 930 x 8,192 x 2 B = 15.24 MB, and a ring sends
+    # 2 x 7/8 of it each way at 450 GB/s: 59.3 us. 160 x 59.3 us = 9.48 ms, plus 160 x 5.9 us fixed
+    # (SGLang's measured small all-reduce on 8 H100s).
+    message = 930 * 8192 * 2
+    assert message == pytest.approx(15.2e6, rel=0.01)
+    wire = 160 * (2 * 7 / 8) * message / 450e9
+    assert wire == pytest.approx(9.5e-3, rel=0.01)
+    t = roofline.tp_allreduce_time("llama-3.1-70b", "hgx-h100", 930)
+    assert t == pytest.approx(wire + 160 * 5.9e-6, rel=1e-9)
+    assert roofline.tp_allreduce_time("llama-3.1-70b", "H100-SXM", 930, chips=8) == pytest.approx(t)
+
+
+def test_allreduce_at_batch_one_is_about_a_millisecond_or_two():
+    t = roofline.tp_allreduce_time("llama-3.1-70b", "hgx-h100", 1)
+    assert 0.9e-3 < t < 2e-3
+
+
+def test_allreduce_is_zero_on_one_chip_and_cheaper_in_the_switch():
+    assert roofline.tp_allreduce_time("llama-3.1-8b", "H100-SXM", 64) == 0
+    ring = roofline.tp_allreduce_time("llama-3.1-70b", "hgx-h100", 930)
+    switch = roofline.tp_allreduce_time("llama-3.1-70b", "hgx-h100", 930, algorithm="in-switch")
+    # In the switch each chip sends the 15.24 MB once, not 7/4 times.
+    assert switch == pytest.approx(160 * (930 * 8192 * 2 / 450e9 + 5.9e-6), rel=1e-9) and switch < ring
+    with pytest.raises(ChalkError, match="in-switch"):
+        roofline.tp_allreduce_time("llama-3.1-70b", "mi300x-8", 930, algorithm="in-switch")
+
+
+def test_step_time_and_calculator_count_the_allreduce_in_series():
+    alone = roofline.step_time("H100-SXM", "llama-3.1-70b", 256, 4096, chips=8, allreduce=False)
+    both = roofline.step_time("H100-SXM", "llama-3.1-70b", 256, 4096, chips=8)
+    assert both == pytest.approx(alone + roofline.tp_allreduce_time("llama-3.1-70b", "hgx-h100", 256))
+    point = calculator.decode("llama-3.1-70b", "hgx-h100", 256, 4096)
+    assert point.t_step == pytest.approx(both)
+
+
+def test_a_replica_past_one_scale_up_domain_rings_at_the_scale_out_rate():
+    with pytest.warns(RangeWarning, match="scale-up domain"):
+        t = roofline.tp_allreduce_time("llama-3.1-70b", "H100-SXM", 930, chips=16)
+    assert t == pytest.approx(160 * (5.9e-6 + 2 * 15 / 16 * 930 * 8192 * 2 / 50e9), rel=1e-9)
+
+
+# --- MLA prefill -------------------------------------------------------------------------------
+def test_mla_prefill_runs_the_multi_head_form():
+    # DeepSeek-V3, 61 layers of 128 heads: prefill 2 x 128 x (128 + 64 + 128) = 81,920 FLOPs per
+    # pair per layer, 5.0 MFLOP in all; decode absorbed 2 x 128 x (2 x 512 + 64), 17.0 MFLOP.
+    assert roofline.attention_flops_per_pair("deepseek-v3", "prefill") == pytest.approx(5.0e6, rel=0.001)
+    assert roofline.attention_flops_per_pair("deepseek-v3", "decode") == pytest.approx(17.0e6, rel=0.001)
+    gqa = "llama-3.1-70b"
+    assert roofline.attention_flops_per_pair(gqa, "prefill") == roofline.attention_flops_per_pair(gqa, "decode")
+    with pytest.raises(ChalkError, match="phase"):
+        roofline.attention_flops_per_pair(gqa, "train")
+
+
+def test_prefill_pass_uses_the_prefill_form():
+    pre = calculator.prefill("deepseek-v3", "gb200-nvl72", 1, 32768, dtype="fp8")
+    # 32,768 tokens see (32,768 + 1)/2 earlier ones on average, 5.0 MFLOP each, at 72 x 2.5 PFLOP/s.
+    by_hand = 32768 * (32768 + 1) / 2 * 4.99712e6 / (72 * 2500e12)
+    assert pre.t_attn == pytest.approx(by_hand, rel=1e-9)
+
+
+# --- checkpoints and memory --------------------------------------------------------------------
+def test_meta_fp8_405b_checkpoint_is_its_published_size():
+    size = models.get("llama-3.1-405b-fp8").weight_bytes()
+    # vLLM's log: 57.75 GiB of weights per GPU on 8 GPUs = 496 GB; 1 byte per weight gives 406 GB.
+    assert size == pytest.approx(8 * 57.75 * GIB, rel=0.025)
+    assert size > 1.15 * models.get("llama-3.1-405b").weight_bytes("fp8")
+
+
+def test_mixed_checkpoint_halves_the_batch_at_128k():
+    plain = calculator.max_batch("llama-3.1-405b", "hgx-h100", 131072, dtype="fp8")
+    real = calculator.max_batch("llama-3.1-405b-fp8", "hgx-h100", 131072, dtype="fp8")
+    assert real <= plain / 2 and real >= 1
+
+
+# --- no silent numbers -------------------------------------------------------------------------
+@pytest.mark.parametrize("call, words", [
+    (lambda: calculator.decode("llama-3.1-8b", "H100-SXM", 2.5, 1024), "batch"),
+    (lambda: calculator.fit("llama-3.1-8b", "H100-SXM", 0.5, 1024), "batch"),
+    (lambda: calculator.decode("llama-3.1-8b", "H100-SXM", 1, 1024, chips=2.5), "chips"),
+    (lambda: roofline.step_time("H100-SXM", "llama-3.1-8b", 1, 1024, chips=2.5), "chips"),
+    (lambda: roofline.tp_allreduce_time("llama-3.1-70b", "hgx-h100", 2.5), "batch"),
+])
+def test_fractional_counts_are_refused(call, words):
+    with pytest.raises(ChalkError, match=words):
+        call()
+
+
+def test_fit_at_batch_zero_is_refused():
+    with pytest.raises(ChalkError, match="batch"):
+        calculator.fit("llama-3.1-8b", "H100-SXM", 0, 1024)
+
+
+def test_chips_beyond_any_system_are_refused():
+    with pytest.raises(ChalkError, match="chips"):
+        roofline.step_time("H100-SXM", "llama-3.1-8b", 1, 1024, chips=10**7)
+    with pytest.raises(ChalkError, match="chips"):
+        calculator.decode("llama-3.1-8b", "H100-SXM", 1, 1024, chips=10**7)
+
+
+def test_context_past_the_model_warns_in_the_library():
+    with pytest.warns(ContextWarning, match="8,192"):
+        roofline.step_time("H100-SXM", "llama-3-8b", 1, 10_000)
+    with pytest.warns(ContextWarning):
+        roofline.max_batch("H100-SXM", "llama-3-8b", 10_000)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: roofline.step_time("H100-SXM", None, 1, 1024),
+    lambda: calculator.fit(None, "H100-SXM", 1, 1024),
+    lambda: roofline.memory_needed(None, 1, 1024),
+    lambda: roofline.attention_flops_per_pair(None),
+])
+def test_model_none_is_refused(call):
+    with pytest.raises(ChalkError, match="model"):
+        call()
+
+
+def test_fits_warn_far_outside_their_data():
+    with pytest.warns(RangeWarning, match="N"):
+        scaling.loss(70, 1e12)
+    with pytest.warns(RangeWarning, match="C"):
+        scaling.compute_optimal(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scaling.compute_optimal(5.76e23)  # Chinchilla's budget: inside
+
+
+def test_a_pass_longer_than_its_context_is_refused(capsys):
+    with pytest.raises(ChalkError, match="context"):
+        calculator.run_pass("llama-3.1-8b", "H100-SXM", 1, 100, n=200)
+    code = cli.main(["serve", "--model", "llama-3.1-8b", "--chip", "H100-SXM", "--batch", "1",
+                     "--context", "100", "--prompt", "200"])
+    assert code == 2 and "prompt" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: pricing.typed_price(10, 5), "output"),
+    (lambda: pricing.typed_price(1, 10, cache_read=2), "cache_read"),
+    (lambda: pricing.deduce(pricing.typed_price(1, 10), active_params=70), "active_params"),
+])
+def test_deduce_refuses_prices_and_counts_no_model_has(call, words):
+    with pytest.raises(ChalkError, match=words):
+        call()
+
+
+def test_deduce_help_says_which_flags_are_ratios():
+    parser = cli.build_parser()
+    deduce = parser._subparsers._group_actions[0].choices["deduce"]
+    assert "multipliers (ratios, not prices)" in deduce.description
+    for action in deduce._actions:
+        if action.dest in ("step_input", "step_output"):
+            assert "multiplier" in action.help and "USD" not in action.help
+
+
+def test_a_sweep_marks_the_points_that_do_not_fit():
+    batches = np.array([1, 64, 100_000])
+    for t in (roofline.step_time("H100-SXM", "llama-3.1-70b", batches, 4096, chips=8),
+              calculator.decode("llama-3.1-70b", "hgx-h100", batches, 4096).t_step):
+        assert list(np.ma.getmaskarray(t)) == [False, False, True] and math.isnan(t.data[2])
+        assert t[1] == pytest.approx(calculator.decode("llama-3.1-70b", "hgx-h100", 64, 4096).t_step)
+    with pytest.raises(DoesNotFit):
+        roofline.step_time("H100-SXM", "llama-3.1-70b", 100_000, 4096, chips=8)
+
+
+def test_does_not_fit_exits_3_from_any_command(monkeypatch, capsys):
+    def refuses(args):
+        raise DoesNotFit("does not fit: short by 1 GB", 2.0, 1.0)
+    monkeypatch.setitem(cli.COMMANDS, "prices", refuses)
+    assert cli.main(["prices"]) == cli.EXIT_DOES_NOT_FIT
+    assert "short by" in capsys.readouterr().err
+    code = cli.main(["serve", "--model", "llama-3.1-405b", "--system", "hgx-h100", "--batch", "1", "--context", "10"])
+    assert code == 3
+
+
+def test_serve_prints_the_allreduce_line(capsys):
+    assert cli.main(["serve", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--batch", "930",
+                     "--context", "1024", "--dtype", "fp8"]) == 0
+    out = capsys.readouterr().out
+    assert "all-reduce time (tensor parallel)" in out and "10.425 ms" in out
+    assert "2 x 80 all-reduces of 15.2 MB" in out and "what overlaps" in out
