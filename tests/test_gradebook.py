@@ -12,7 +12,7 @@ import pytest
 
 from chalk.errors import ChalkError
 from chalk.teaching import gradebook, grading
-from chalk.teaching.exercises import RIGHT, UNANSWERED, WRONG, Result
+from chalk.teaching.exercises import RIGHT, UNANSWERED, WRONG, Choice, Choices, Exercise, Result, answer_record
 from chalk.teaching.gradebook import Batch, Row
 
 TITLES = {"07_demo": {"a": "First", "b": "Second", "c": "Third"}}
@@ -25,6 +25,12 @@ def row(file, statuses, student=None, written=()):
                results={i: Result(i, s, f"{i} said {s}", 1.0) for i, s in zip(POINTS, statuses)})
 
 
+PARTS = {"07_demo": [
+    {"exercise": "a", "part": "check", "kind": "choice", "judgement": True, "topic": "does it hide", "points": 1.0},
+    {"exercise": "b", "part": "check", "kind": "number", "judgement": True, "topic": "then its time", "points": 2.0},
+    {"exercise": "b", "part": "written", "kind": "written", "judgement": True, "topic": "then its time", "points": 2.0},
+    {"exercise": "c", "part": "check", "kind": "choices", "judgement": True, "topic": "", "points": 1.0}]}
+"""What the key and the notebook say each part is (``chalk.teaching.overview.rows``)."""
 WRITTEN = {"exercise": "b", "part": "written", "text": "Because the cache grows.", "max_points": 2.0}
 NOTE = {"exercise": "a", "part": "note", "text": "I was unsure here.", "max_points": 0.0}
 
@@ -34,7 +40,7 @@ def batch(tmp_path):
     rows = [row("jones_17_900_07_demo.ipynb", (RIGHT, RIGHT, WRONG), {"student": "jones", "id": "17"}, [WRITTEN, NOTE]),
             row("kim.ipynb", (RIGHT, UNANSWERED, RIGHT), {"student": "kim"}, [WRITTEN])]
     b = Batch(rows, TITLES, [{"file": "jones_17_800_07_demo.ipynb", "student": {"student": "jones", "id": "17"},
-                              "graded": "no: superseded by jones_17_900_07_demo.ipynb"}])
+                              "graded": "no: superseded by jones_17_900_07_demo.ipynb"}], exercises=PARTS)
     b.folder = gradebook.write(b, gradebook.new_folder(tmp_path / "week1", tmp_path))
     return b
 
@@ -101,9 +107,39 @@ def test_exports_have_the_lms_columns(batch):
     results = json.loads((batch.folder / "gradescope" / "kim.ipynb" / "results.json").read_text())
     assert results["score"] == 2 and [t["max_score"] for t in results["tests"]] == [1, 2, 1]
     assert [t["status"] for t in results["tests"]] == ["passed", "failed", "passed"]
+    assert [t["tags"] for t in results["tests"]] == [["choice"], ["number"], ["choices"]]
     roster = {r["file"]: r["graded"] for r in read(batch.folder / "roster.csv")}
     assert roster == {"jones_17_900_07_demo.ipynb": "yes", "kim.ipynb": "yes",
                       "jones_17_800_07_demo.ipynb": "no: superseded by jones_17_900_07_demo.ipynb"}
+
+
+def test_the_batch_says_what_kind_each_part_is_and_keeps_it_through_a_merge(batch):
+    parts = read(batch.folder / "exercises.csv")
+    assert [(p["exercise"], p["title"], p["part"], p["kind"], p["judgement"], p["points"]) for p in parts] == [
+        ("a", "First", "check", "choice", "yes", "1"), ("b", "Second", "check", "number", "yes", "2"),
+        ("b", "Second", "written", "written", "yes", "2"), ("c", "Third", "check", "choices", "yes", "1")]
+    fill(batch, ["1", "2"])
+    merged = gradebook.merge(batch.folder / "manual.csv")
+    assert read(merged.folder / "exercises.csv") == parts
+    results = json.loads((merged.folder / "gradescope" / "kim.ipynb" / "results.json").read_text())
+    assert results["tests"][-1]["tags"] == ["written"] and results["tests"][0]["tags"] == ["choice"]
+
+
+def test_the_grader_scores_choices_and_exact_numbers_from_what_each_check_was_given():
+    key = grading.Key({
+        "hide": Choice("hide", {"a": "It hides", "b": "It does not"}, "b", {"a": "compute-bound only."}, "compare"),
+        "which": Choices("which", {"a": "one", "b": "two", "c": "three"}, {"a", "c"},
+                         {"a": "a applies.", "b": "b does not.", "c": "c applies."}, "think"),
+        "fits": Exercise("fits", lambda: 357.0, "sequences", 0.005, "scan", exact=True)}, {})
+    given = {"hide": " B ", "which": {"C", "A"}, "fits": 357}
+    run = grading.Run(checks=[(i, answer_record(v)) for i, v in given.items()],
+                      answers={i: answer_record(v) for i, v in given.items()})
+    results, notes = grading.judged(key, run)
+    assert {i: r.status for i, r in results.items()} == {"hide": RIGHT, "which": RIGHT, "fits": RIGHT} and not notes
+    wrong = grading.Run(checks=[("hide", answer_record("a")), ("which", answer_record("a")), ("fits", 358.0)], answers=None)
+    results, _ = grading.judged(key, wrong)
+    assert all(r.status == WRONG for r in results.values())
+    assert "compute-bound only." in results["hide"].message and "(c) applies too: c applies." in results["which"].message
 
 
 def fill(batch, points, comment=""):

@@ -10,6 +10,9 @@ A batch of grades is a folder, never overwritten (``new_folder``):
   *Points Possible* row), ``gradescope.csv`` the name, id and score columns of Gradescope's score
   export, and
   ``gradescope/<file>/results.json`` per submission in the Gradescope autograder's format;
+* ``exercises.csv`` what each problem set asks: one row per part with its kind (number, choice,
+  choices or written), whether it is a judgement item, its topic and points
+  (``chalk.teaching.overview``); each Gradescope test carries the kind as its tag;
 * ``roster.csv`` every file: the student it belongs to (from Canvas's ``lastfirst_ID_SUBID_name``
   download names or a roster given to the grader), whether it was graded, superseded by a later
   resubmission, or is not a notebook (listed, never scored);
@@ -131,6 +134,13 @@ class Batch:
     """{"file", "student"..., "graded"} of files not graded: superseded resubmissions, non-notebooks."""
     folder: Path | None = None
     """Where the batch was written."""
+    exercises: dict = field(default_factory=dict)
+    """{problem set: [{"exercise", "part", "kind", "judgement", "topic", "points"}]} (``chalk.teaching.overview``)."""
+
+    def kind(self, problem_set: str, ex_id: str) -> str:
+        """The kind of an exercise's checked part ("number", "choice", "choices"; "" if the batch does not say)."""
+        return next((r["kind"] for r in self.exercises.get(problem_set, ())
+                     if r["exercise"] == ex_id and r["part"] == "check"), "")
 
 
 def _number(x: float) -> str:
@@ -161,8 +171,10 @@ def _ids(batch: Batch) -> list[str]:
 def write(batch: Batch, out: Path) -> Path:
     """Every file of a batch into ``out`` (a new folder)."""
     (out / "grades.json").write_text(json.dumps({"titles": batch.titles, "rows": [r.to_json() for r in batch.rows],
-                                                 "others": batch.others}, indent=1), encoding="utf-8")
+                                                 "others": batch.others, "exercises": batch.exercises}, indent=1),
+                                     encoding="utf-8")
     _grades_csv(batch, out / "grades.csv")
+    _exercises_csv(batch, out / "exercises.csv")
     for row in batch.rows:
         dest = out / "feedback" / f"{row.file}.md"
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -192,6 +204,20 @@ def _grades_csv(batch: Batch, dest: Path) -> None:
             maximum = _number(r.maximum) if r.results else ""
             out.writerow([r.file, r.student.get("student", ""), r.student.get("id", ""), r.problem_set, r.status,
                           _number(r.score), maximum, *marks, r.unmarked, "; ".join(r.flags), "; ".join(r.notes)])
+
+
+EXERCISE_FIELDS = ("problem_set", "exercise", "title", "part", "kind", "judgement", "topic", "points")
+
+
+def _exercises_csv(batch: Batch, dest: Path) -> None:
+    """One row per part of each problem set in the batch: its kind, judgement, topic and points."""
+    f, out = _writer(dest)
+    with f:
+        out.writerow(EXERCISE_FIELDS)
+        for problem_set, parts in batch.exercises.items():
+            for r in parts:
+                out.writerow([problem_set, r["exercise"], batch.titles.get(problem_set, {}).get(r["exercise"], ""),
+                              r["part"], r["kind"], "yes" if r["judgement"] else "no", r["topic"], _number(r["points"])])
 
 
 def feedback(row: Row, titles: dict) -> str:
@@ -280,10 +306,11 @@ def _gradescope(batch: Batch, out: Path) -> None:
             tests = [{"name": f"{i}: {titles.get(i, i)}", "number": str(n),
                       "score": r.points[i] if res.status == RIGHT else 0, "max_score": r.points[i],
                       "status": "passed" if res.status == RIGHT else "failed",
-                      "output": f"{STATUS_WORD[res.status]}: {res.message}"}
+                      "output": f"{STATUS_WORD[res.status]}: {res.message}",
+                      "tags": [k for k in (batch.kind(r.problem_set, i),) if k]}
                      for n, (i, res) in enumerate(r.results.items(), 1)]
             tests += [{"name": f"{w['exercise']}: written answer", "score": w["points"], "max_score": w["max_points"],
-                       "output": w.get("comment", "")} for w in r.written if "points" in w]
+                       "output": w.get("comment", ""), "tags": ["written"]} for w in r.written if "points" in w]
             summary = [f"{_number(r.score)} of {_number(r.maximum)} points", r.status, *r.flags, *r.notes]
             dest = out / "gradescope" / r.file / "results.json"
             dest.parent.mkdir(parents=True, exist_ok=True)
@@ -361,7 +388,8 @@ def merge(manual: Path, out: Path | None = None) -> Batch:
         raise GradebookError(f"MANUAL: {str(manual)!r} is not the manual.csv of a batch of grades "
                              f"(it must sit beside that batch's grades.json)")
     data = json.loads(record.read_text(encoding="utf-8"))
-    batch = Batch([Row.from_json(r) for r in data["rows"]], data["titles"], data["others"])
+    batch = Batch([Row.from_json(r) for r in data["rows"]], data["titles"], data["others"],
+                  exercises=data.get("exercises", {}))
     parts = {(r.file, w["exercise"] or "", w["part"]): w for r in batch.rows for w in r.written}
     with manual.open(newline="", encoding="utf-8-sig") as f:
         marks = list(csv.DictReader(f))

@@ -57,7 +57,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
 from ..errors import ChalkError
-from . import problems
+from . import overview, problems
 from .edition import problem_sets, student_problem_set
 from .exercises import CHECK_LOG, Exercise, Mistake, answer_text, judge, problem_set, record_value
 from .gradebook import Batch, Row, canvas_name, merge, new_folder, read_roster, student_of, write
@@ -607,7 +607,8 @@ def grade(folder, out=None, timeout: float = DEFAULT_TIMEOUT, workers: int = 2, 
         kernels = kernel_spec(Path(tmp) / "kernel")
         rows = _run_coroutine(_grade_all(subs, keys, timeout, workers, package, kernels))
     present = {r.problem_set for r in rows}
-    batch = Batch(rows, {c: k.titles for c, k in keys.items() if isinstance(k, Key) and c in present}, others)
+    batch = Batch(rows, {c: k.titles for c, k in keys.items() if isinstance(k, Key) and c in present}, others,
+                  exercises={c: overview.rows(c) for c, k in keys.items() if isinstance(k, Key) and c in present})
     batch.folder = write(batch, destination)
     if written := changed(key_before, key_files()):
         suspects = [r.file for r in rows if any(f.startswith(_KEY_CHANGED) for f in r.flags)]
