@@ -61,6 +61,26 @@ def bench_test() -> dict:
     return {"make_test_s": round(seconds, 1), "make_test_passed": not log}
 
 
+def bench_cli(runs: int = 5) -> dict:
+    """Start-up of `python -m chalk --help` and `python -m chalk list` against `python -c "import numpy"`
+    on the same machine: the median of ``runs`` fresh interpreters each, and each command's ratio
+    to the numpy import (issue 23 asks for at most 2)."""
+    commands = {"numpy_import": ["-c", "import numpy"], "cli_help": ["-m", "chalk", "--help"],
+                "cli_list": ["-m", "chalk", "list"]}
+    medians = {}
+    for name, args in commands.items():
+        times = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            subprocess.run([sys.executable, *args], cwd=ROOT, stdout=subprocess.DEVNULL, check=True)
+            times.append(time.perf_counter() - start)
+        medians[name] = statistics.median(times)
+    results = {f"{name}_s": round(t, 3) for name, t in medians.items()}
+    for name in ("cli_help", "cli_list"):
+        results[f"{name}_over_numpy"] = round(medians[name] / medians["numpy_import"], 1)
+    return results
+
+
 def _timed(command: list[str], name: str) -> tuple[float, str]:
     """(seconds `command` took, "" or the tail of its log if it failed); the log is _build/bench-<name>.log."""
     log = OUT.with_name(f"bench-{name}.log")
@@ -127,7 +147,7 @@ def _load(browser, site: Path, rel: str) -> tuple[dict, list]:
     return dict(sorted(loaded.items(), key=lambda item: -item[1])), outside
 
 
-BENCHMARKS = {"widget": bench_widget, "build": bench_build, "pages": bench_pages, "test": bench_test}
+BENCHMARKS = {"widget": bench_widget, "cli": bench_cli, "build": bench_build, "pages": bench_pages, "test": bench_test}
 
 
 def budgets() -> dict[str, float]:
