@@ -1,4 +1,5 @@
-"""No problem-set answer is printed where a student reads: on the class site or on a card.
+"""No problem-set answer is printed where a student reads: on the class site or on a card; and on
+the default site no problem-set page shows an answer before a fold is opened.
 
 The class site (``make book STUDENT=1``) is the default site with the problem sets swapped for their
 student editions, so it is searched as the chapters, book pages and cards of the built site
@@ -6,12 +7,16 @@ student editions, so it is searched as the chapters, book pages and cards of the
 here as the class site executes them. Every answer is searched for at its tolerance
 (``chalk.teaching.leaks`` says what counts as printed); a round answer (one significant digit,
 like 6 layers) cannot be told from the site's other 6s and is checked by reading instead.
+
+The default site (``make book``) keeps the instructor's problem sets, each solution in a fold
+(``chalk.teaching.tags``): their pages are read as a visitor sees them before opening anything.
 """
 import pytest
 from nbclient import NotebookClient
 
 from chalk.teaching import leaks
 from chalk.teaching.edition import problem_sets, student_problem_set
+from chalk.teaching.exercises import NUMBER, problem_set
 from chalk.teaching.flashcards import load_decks
 from chalk.teaching.seal import known_problem_sets
 
@@ -39,6 +44,35 @@ def test_no_answer_of_the_chapter_is_printed_on_the_site_or_a_card(texts, chapte
     answers = [a for a in leaks.answers([chapter]) if a.searchable]
     printed = [str(leak) for where, text in texts.items() for leak in leaks.find(text, answers, where)]
     assert not printed, "\n".join(printed[:10])
+
+
+@pytest.mark.parametrize("chapter", known_problem_sets())
+def test_the_default_sites_problem_set_page_shows_no_answer_until_a_fold_is_opened(built_site, chapter):
+    page = built_site / "exercises" / f"{chapter}.html"
+    shown = leaks.html_text(page.read_text(encoding="utf-8"), folded=True)
+    assert "✔" not in shown and "[right]" not in shown, "a check's verdict is printed outside a fold"
+    answers = [a for a in leaks.answers([chapter]) if a.searchable]
+    printed = [str(leak) for leak in leaks.find(shown, answers, f"exercises/{chapter}.html")]
+    assert not printed, "\n".join(printed[:10])
+    exercises = problem_set(chapter)
+    assert shown.count("Show solution") >= len(exercises)  # every exercise has its fold
+    assigned = [i for i, ex in exercises.items() if ex.kind != NUMBER and f"{i} = " in shown]
+    assert not assigned, f"a choice's answer is assigned outside a fold: {assigned}"
+
+
+FOLDED_PAGE = """<html><head><script>var key = 42.5</script></head><body><h2>Exercise 17.9</h2><p>prompt<br>here</p>
+<details class="admonition hide above-input"><summary><p class="collapsed admonition-title">Show solution</p></summary>
+<div class="cell_input"><pre>x = 42.5</pre></div><div class="cell_output">✔ right 42.5</div></details>
+<div class="admonition dropdown"><p class="admonition-title">Worked solution</p><p>It is 42.5 <img alt="fig 3.1"></p>
+<div><p>deeper 99.1</p></div></div><details open><summary>Opened</summary>shown 7.7</details><p>after</p></body></html>"""
+
+
+def test_folded_text_leaves_out_what_a_closed_fold_holds():
+    shown = leaks.html_text(FOLDED_PAGE, folded=True).split()
+    assert shown == ["Exercise", "17.9", "prompt", "here", "Show", "solution", "Worked", "solution", "Opened",
+                     "shown", "7.7", "after"]
+    everything = leaks.html_text(FOLDED_PAGE)
+    assert all(x in everything for x in ("42.5", "✔ right", "deeper 99.1", "fig 3.1"))
 
 
 # --- what counts as printed: hand-made cases --------------------------------------------------------

@@ -192,8 +192,48 @@ class _Visible(HTMLParser):
             self.parts.append(data)
 
 
-def html_text(page: str) -> str:
-    parser = _Visible()
+class _Unfolded(_Visible):
+    """The text of a page as read before any fold is opened: a closed ``<details>`` shows only its
+    ``<summary>``, a dropdown admonition (sphinx-togglebutton hides ``.toggle`` and
+    ``.admonition.dropdown`` when the page loads) only its title."""
+    _VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+
+    def __init__(self):
+        super().__init__()
+        self._stack = [("", "", True, True)]  # (tag, "details"/"fold"/"", its content shows, it shows)
+
+    def handle_starttag(self, tag, attrs):
+        _, parent_kind, parent_inner, parent_outer = self._stack[-1]
+        attributes = dict(attrs)
+        classes = set((attributes.get("class") or "").split())
+        title = (tag == "summary" and parent_kind == "details") or ("admonition-title" in classes and parent_kind == "fold")
+        shows = parent_outer if title else parent_inner
+        if shows:
+            super().handle_starttag(tag, attrs)
+        if tag in self._VOID:
+            return
+        self._hidden += tag in self._HIDDEN and not shows
+        kind = "details" if tag == "details" and "open" not in attributes else \
+            "fold" if classes & {"dropdown", "toggle"} else ""
+        self._stack.append((tag, kind, shows and not kind, shows))
+
+    def handle_endtag(self, tag):
+        for i in range(len(self._stack) - 1, 0, -1):  # the innermost open element of this tag
+            if self._stack[i][0] == tag:
+                shows = self._stack[i][3]
+                del self._stack[i:]
+                if shows or tag in self._HIDDEN:
+                    super().handle_endtag(tag)
+                return
+
+    def handle_data(self, data):
+        if self._stack[-1][2]:
+            super().handle_data(data)
+
+
+def html_text(page: str, folded: bool = False) -> str:
+    """The text of ``page``; with ``folded``, only what shows before any fold is opened."""
+    parser = _Unfolded() if folded else _Visible()
     parser.feed(page)
     return " ".join(parser.parts)
 
