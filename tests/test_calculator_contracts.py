@@ -194,3 +194,11 @@ def test_serve_prints_the_allreduce_line(capsys):
     out = capsys.readouterr().out
     assert "all-reduce time (tensor parallel)" in out and "10.425 ms" in out
     assert "2 x 80 all-reduces of 15.2 MB" in out and "what overlaps" in out
+
+
+def test_moe_layouts_pay_no_tensor_parallel_allreduce():
+    # DeepSeek-V3 runs expert-parallel with data-parallel attention; its all-to-all is chalk.moe's.
+    alone = roofline.step_time("GB200", "deepseek-v3", 64, 4096, "fp8", chips=72, allreduce=False)
+    assert roofline.step_time("GB200", "deepseek-v3", 64, 4096, "fp8", chips=72) == alone
+    assert calculator.decode("deepseek-v3", "gb200-nvl72", 64, 4096, dtype="fp8").t_comm == 0
+    assert roofline.tp_allreduce_time("deepseek-v3", "gb200-nvl72", 64) > 0  # the TP layout's, if chosen

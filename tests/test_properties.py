@@ -14,7 +14,8 @@ settings.load_profile("chalk")
 
 def _step(chip, model, batch, context, chips):
     try:
-        return roofline.step_time(chip, model, batch, context, chips=chips)
+        # The roofline's own property: the all-reduce grows with the chips (test_calculator_contracts).
+        return roofline.step_time(chip, model, batch, context, chips=chips, allreduce=False)
     except DoesNotFit:
         return None
 

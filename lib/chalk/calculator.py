@@ -14,8 +14,9 @@ works on that. Defaults, stated once:
   pass), it reads the weights its B n tokens touch once, and its KV term is the cache at L.
   Its attention is counted as prefill kernels run it (``roofline.attention_flops_per_pair``: MLA in
   its multi-head form), a decode step's as decode kernels do.
-* On more than one chip a pass also pays the tensor-parallel all-reduces
-  (``roofline.Replica.allreduce_time``: two per layer, ring, in series with the rest), ``t_comm``.
+* On more than one chip a dense model's pass also pays the tensor-parallel all-reduces
+  (``roofline.Replica.layout_allreduce_time``: two per layer, ring, in series with the rest),
+  ``t_comm``; an MoE model's expert-parallel all-to-all is ``chalk.moe``'s.
 """
 import math
 import re
@@ -198,7 +199,7 @@ def run_pass(model, target, batch, context, n=1, dtype="bf16", chips=None, kv_by
         out = float
     times = {name: out(f(n, batch, context, *derated)) for name, f in _pass_numeric.items()}
     return PassPoint(
-        **times, t_comm=out(rep.allreduce_time(batch, n)),
+        **times, t_comm=out(rep.layout_allreduce_time(batch, n)),
         batch=out(np.asarray(batch, dtype=float)), chips=rep.chips, usd_per_chip_hour=float(usd_per_chip_hour),
         n=n, context=out(np.asarray(context, dtype=float)),
         t_compute_peak=out(_pass_numeric["t_compute"](n, batch, context, *p)))

@@ -227,6 +227,8 @@ def _allreduce_rows(args, model, point, n) -> list[tuple[str, str]]:
     hw = calculator.resolve(_target(args), args.chips)
     if hw.count == 1:
         return []
+    if model.moe:
+        return [("all-to-all (expert parallel)", "not counted here: an MoE layout's is chalk.moe's (Chapter 2)")]
     message = point.batch * n * model.d_model * roofline.ACTIVATION_BYTES
     chip = hw.chip
     fixed = f" + {chip.allreduce_fixed * 1e6:g} us each" if chip.allreduce_fixed else " (no measured fixed cost in the catalog)"

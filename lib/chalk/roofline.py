@@ -215,6 +215,14 @@ class Replica:
         return (np.asarray(batch) * np.asarray(context) * self.model.kv_bytes_per_token(e)
                 + np.asarray(batch) * self.model.kv_bytes_windowed(context, e))
 
+    def layout_allreduce_time(self, batch, n=1):
+        """The all-reduces the library's layouts pay: a dense model is tensor parallel over the
+        replica's chips (``allreduce_time``, ring); an MoE model is laid out expert-parallel with
+        data-parallel attention (Chapter 2), whose all-to-all ``chalk.moe`` counts, so 0 here."""
+        if self.model.moe:
+            return 0.0 * np.asarray(batch, dtype=float) if np.ndim(batch) else 0.0
+        return self.allreduce_time(batch, n)
+
     @property
     def attention_flops_rate(self) -> float:
         """F_att: the replica's peak FLOP/s in the number format attention runs in."""
@@ -388,9 +396,9 @@ def balance_context_for(chip, model, dtype="bf16", kv_bytes_per_element=2) -> fl
 
 def step_time(chip, model, batch, context, dtype="bf16", chips=1, kv_bytes_per_element=2,
               headroom=HEADROOM, allreduce=True):
-    """Lower bound on one decode step, in seconds: max(compute time, memory time), plus the
-    tensor-parallel all-reduces over ``chips`` (``Replica.allreduce_time``, ring) unless
-    ``allreduce=False`` (the roofline alone, as the lecture draws it).
+    """Lower bound on one decode step, in seconds: max(compute time, memory time), plus, for a
+    dense model, the tensor-parallel all-reduces over ``chips`` (``Replica.layout_allreduce_time``,
+    ring) unless ``allreduce=False`` (the roofline alone, as the lecture draws it).
 
     One point that does not fit raises DoesNotFit. Over arrays of batches or contexts the answer
     is a masked array: points that do not fit are NaN and masked, the rest are answered.
@@ -403,7 +411,7 @@ def step_time(chip, model, batch, context, dtype="bf16", chips=1, kv_bytes_per_e
         rep.check_fit(batch, context, headroom)
     t = numeric["t_step"](batch, context, *rep.params(context))
     if allreduce:
-        t = t + rep.allreduce_time(batch)
+        t = t + rep.layout_allreduce_time(batch)
     if not swept:
         return float(t)
     does_not_fit = rep.weight_bytes + rep.kv_bytes(batch, context) > rep.usable_hbm(headroom)
@@ -488,7 +496,7 @@ def decode_point(chip, model, batch, context, dtype="bf16", chips=1, usd_per_chi
         t_weights=float(numeric["t_weights"](batch, context, *p)),
         t_kv=float(numeric["t_kv"](batch, context, *p)),
         t_attn=float(numeric["t_attn"](batch, context, *p)),
-        t_comm=float(rep.allreduce_time(batch)) if allreduce else 0.0,
+        t_comm=float(rep.layout_allreduce_time(batch)) if allreduce else 0.0,
         batch=float(batch), chips=rep.chips, usd_per_chip_hour=float(usd_per_chip_hour))
 
 

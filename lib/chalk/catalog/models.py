@@ -475,7 +475,7 @@ def catalog_models() -> dict[str, Model]:
     return {name: _build(name, _with_base(name, e, table)) for name, e in table.items()}
 
 
-_OWN = ("display", "source", "as_of", "note", "checkpoint", "reported_total_params", "reported_active_params")
+_OWN = ("display", "source", "as_of", "note", "checkpoint")
 """What a checkpoint entry (``base = ...``) says for itself; the shape comes from its base."""
 
 
