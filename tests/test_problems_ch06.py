@@ -1,5 +1,5 @@
-"""The answer key of problem set 6: the key agrees with hand calculations, and the prompts state the
-scenario the key uses.
+"""The answer key of problem set 6: the key agrees with hand calculations, each choice item's verdict
+is recomputed, every wrong option gets its feedback, and the prompts state the scenario the key uses.
 
 The hand calculations type the closed forms and the spec-sheet, model-card and price-list figures
 here, not chalk's catalog, so a wrong formula or catalog entry shows as a disagreement.
@@ -9,10 +9,13 @@ import re
 
 import pytest
 
-from chalk.teaching.exercises import problem_set
+from chalk import hardware, pricing, systems
+from chalk.catalog import prices
+from chalk.teaching.exercises import RIGHT, WRONG, judge, problem_set
 from chalk.teaching.problems import ch06_long_context_pricing as key
 
 EXERCISES = problem_set("06_long_context_pricing")
+CHOICE_ITEMS = {k for k, e in EXERCISES.items() if e.kind in ("choice", "choices")}
 YEAR = 365.25 * 24 * 3600
 
 # --- independent checks -----------------------------------------------------------------------
@@ -25,8 +28,8 @@ H200_FP8, H200_BF16 = 1978.9e12, 989.4e12                        # H200 datashee
 LLAMA405 = dict(active=405.85e9, layers=126, q_heads=128, kv_heads=8, d_head=128)   # config.json
 LLAMA8 = dict(active=8.03e9, layers=32, q_heads=32, d_head=128)                        # Llama 3.1 8B config.json
 GEMMA9 = dict(layers=42, kv_heads=8, d_head=256, window=4096)    # Gemma 2 9B: local and global layers alternate
-DS_KV_BF16 = (512 + 64) * 61 * 2                                 # DeepSeek-V3: MLA latent + RoPE key, 61 layers
-KIMI = dict(layers=61, kv=DS_KV_BF16)                            # Kimi K2 keeps DeepSeek-V3's attention
+V32_FP8_LAYER = 512 + 512 // 128 * 4 + 64 * 2                   # FlashMLA's FP8 cache: latent, FP32 scales, BF16 RoPE
+INDEX_KEY_LAYER = 128 + 128 // 128 * 4                           # an FP8 indexer key and its FP32 scale
 DSA = dict(k=2048, heads=64, width=128)                          # DeepSeek-V3.2-Exp config.json
 LPDDR = dict(usd_per_TB=10_000, drain=17 / 18.4)                 # 17 TB at 18.4 TB/s
 FLASH = dict(usd_per_TB=91, drain=16 * 14 * 2**40 / (6.6 * 2**40 / 180))   # 3FS node: 224 TiB at 6.6/180 TiB/s
@@ -36,11 +39,9 @@ def _qwen_f_att():
     return 4 * QWEN["q_heads"] * QWEN["d_head"] * QWEN["layers"]
 
 
-def _hold():
-    # Qwen3's FP8 cache, a million tokens, six hours in an 8-GPU H200 server's HBM at $3.5 per GPU-hour.
-    p_hbm = 8 * 3.5 / 3600 / (8 * H200_HBM)
-    qwen_fp8 = 2 * QWEN["layers"] * QWEN["kv_heads"] * QWEN["d_head"] * 1
-    return 1e6 * qwen_fp8 * p_hbm * (6 * 3600 + H200_HBM / H200_W)
+def _sparse_over_dense(context):
+    """DSA's KV bytes per decode token over dense attention's, both in V3.2's FP8 format (per layer)."""
+    return (INDEX_KEY_LAYER * context + V32_FP8_LAYER * min(context, DSA["k"])) / (V32_FP8_LAYER * context)
 
 
 def _gemma_sequence_gb():
@@ -68,19 +69,23 @@ INDEPENDENT = {
     "kv_from_step_fp4": (40e9 * 0.5 / (300 * 128_000), 1e-9),
     # 2 N_act / ((F/W) L*) + f_att W / F_att, at Gemini 2.5 Pro's published 200K step.
     "kv_implied_qwen": (2 * QWEN_ACTIVE / (H200_FP8 / H200_W * 200_000) + _qwen_f_att() * H200_W / H200_BF16, 0.01),
-    "decode_mfu_long": (6.0 / 22.5, 1e-9),                        # claude.com/pricing: $6 / $22.50 above 200K
     "kv_sequence_gemma": (_gemma_sequence_gb(), 1e-9),
     "attention_crossover_8b": (2 * LLAMA8["active"] / (4 * LLAMA8["q_heads"] * LLAMA8["d_head"] * LLAMA8["layers"]), 0.01),
-    "hold_cost_hbm": (_hold(), 0.01),
     "break_even_rack_flash": (_rack(), 0.01),
     "kink_read": (_kink_405b_gb200(), 0.005),
-    "sparse_read_ratio": (262_144 * KIMI["kv"] / (DSA["width"] * KIMI["layers"] * 262_144 + KIMI["kv"] * DSA["k"]), 1e-9),
+    "sparse_read_ratio": (1 / _sparse_over_dense(262_144), 1e-9),
 }
 
 
-def test_at_least_ten_exercises_and_nine_independent_checks():
+def test_enough_exercises_and_judgement_items_each_with_a_topic():
     assert len(EXERCISES) >= 10
-    assert len(INDEPENDENT) >= 9 and set(INDEPENDENT) <= set(EXERCISES)
+    assert sum(bool(e.judgement) for e in EXERCISES.values()) >= 5
+    assert all(e.topic for e in EXERCISES.values())
+
+
+def test_every_numeric_exercise_is_checked_by_hand_or_bounded():
+    bounded = {"prefill_speedup_qwen", "remat_after_hours"}   # tests below bound them
+    assert set(INDEPENDENT) | bounded == set(EXERCISES) - CHOICE_ITEMS
 
 
 @pytest.mark.parametrize("ex_id", INDEPENDENT)
@@ -108,6 +113,116 @@ def test_rematerialisation_comes_after_the_last_tier_switch():
     assert hours * 3600 > 16_000  # past the flash-to-disk break-even (chapter's test_pricing)
 
 
+def test_the_like_for_like_saving_is_below_the_mixed_precision_one():
+    # A BF16 dense cache (2 x 576 bytes a layer) against FP8 indexer keys without scales (128 bytes):
+    # the figure the set used to expect, not like for like.
+    mixed = 262_144 * 576 * 2 / (128 * 262_144 + 576 * 2 * DSA["k"])
+    assert mixed > 1.5 * EXERCISES["sparse_read_ratio"].expected()
+    assert "like for like, the dense cache is FP8 too" in judge(EXERCISES["sparse_read_ratio"], mixed).message
+
+
+# --- the choice items' verdicts, recomputed ---------------------------------------------------
+def test_long_step_covers_prefill_but_not_decode():
+    s = key.STEP_PRICE
+    step = pricing.typed_price(s["input"], s["output"], step_context=s["step_context"], step_input=s["step_input"],
+                               step_output=s["step_output"])
+    tc = pricing.tier_costs(step, s["model"], s["target"], s["batch"], s["dtype"])
+    assert tc.prefill_ratio < s["step_input"] and tc.decode_ratio > 1.5 * s["step_output"]     # (b)
+    # Why: a prompt's tokens see P/2 earlier ones, so a 405 B model's attention matches its FP8 matmuls
+    # (per GPU, BF16 attention) only at P = 2 x 2 N F_att / (f_att F), inside the upper tier.
+    f_att = 4 * LLAMA405["q_heads"] * LLAMA405["d_head"] * LLAMA405["layers"]
+    prompt_crossing = 2 * 2 * LLAMA405["active"] * GB200_BF16 / (f_att * GB200_FP8)
+    assert s["step_context"] < prompt_crossing < 131_072
+    assert EXERCISES["long_step_explained"].answer == "b"
+
+
+def _hold_with_wait(hold):
+    """USD per byte for each tier beside the H200 server: rent plus the server's GPUs waiting for the
+    reload, which arrives at the slower of the tier's bandwidth and the GPUs' 8 x 50 GB/s links; and
+    the rebuild (one prefill). Figures typed here; the rebuild from chalk's prefill."""
+    h = key.HOLD
+    gpus_usd_per_s = 8 * h["usd_per_chip_hour"] / 3600
+    links = 8 * 50e9
+
+    def rent(usd_per_TB):
+        return usd_per_TB / 1e12 / (5 * YEAR)
+
+    # (USD per byte-second, capacity, bandwidth) typed from the spec sheets and price notes.
+    typed = {"hbm": (gpus_usd_per_s / (8 * H200_HBM), 8 * H200_HBM, 8 * H200_W),
+             "ddr5": (rent(10_000), 2e12, 614.4e9),
+             "flash": (rent(FLASH["usd_per_TB"]), 246.29e12, 40.3e9),
+             "disk": (rent(20.4), 24e12, 0.285e9)}
+    cost = {name: p * (hold + c / w) + (0.0 if name == "hbm" else gpus_usd_per_s / min(w, links))
+            for name, (p, c, w) in typed.items()}
+    cost["recompute"] = pricing.recompute_usd_per_byte(h["model"], h["target"], h["prompt"], h["dtype"],
+                                                        h["usd_per_chip_hour"])
+    return cost
+
+
+def test_hold_tier_wait_picks_flash_once_the_waiting_gpus_are_paid():
+    h = key.HOLD
+    # The typed figures are the catalog's: chalk's rent for each tier agrees.
+    rents = pricing.hold_costs(h["hold"], h["target"], h["usd_per_chip_hour"])
+    assert math.isclose(rents["3fs-storage-node"], _hold_with_wait(h["hold"])["flash"]
+                        - 8 * h["usd_per_chip_hour"] / 3600 / 40.3e9, rel_tol=1e-6)
+    assert hardware.get("H200").scale_out_bandwidth == 50e9 and systems.get(h["target"]).count == 8
+    cost = _hold_with_wait(h["hold"])
+    assert min(cost, key=cost.get) == "flash"                                             # (c)
+    # Rent alone picks the disk: the trap of option (d).
+    assert pricing.cheapest_tier(h["hold"], h["target"], h["usd_per_chip_hour"]).name == "hdd-exos-x24"
+    rebuild = cost["recompute"]
+    assert cost["hbm"] > 100 * rebuild                                                    # (a): hundreds of prefills
+    assert cost["disk"] > 10 * rebuild and cost["disk"] > cost["recompute"]               # (d): dozens of prefills
+    assert 0.2 < cost["flash"] / rebuild < 0.8                                            # (e): well under a prefill
+    # The holds the feedback names: HBM wins for about a second, DDR5 for seconds to tens of minutes,
+    # recomputing beats flash only after days; and a disk loses to recomputing at any hold.
+    assert min(_hold_with_wait(0.3), key=_hold_with_wait(0.3).get) == "hbm"
+    assert min(_hold_with_wait(10.0), key=_hold_with_wait(10.0).get) == "ddr5"
+    assert min(_hold_with_wait(600.0), key=_hold_with_wait(600.0).get) == "ddr5"
+    assert min(_hold_with_wait(7200.0), key=_hold_with_wait(7200.0).get) == "flash"
+    assert _hold_with_wait(86_400.0)["flash"] < rebuild
+    assert _hold_with_wait(0.0)["disk"] > rebuild
+    disk_reload_s = 2 * QWEN["layers"] * QWEN["kv_heads"] * QWEN["d_head"] * 2 * h["prompt"] / 0.285e9
+    assert 10 < disk_reload_s < 100                                                       # tens of seconds
+    assert EXERCISES["hold_tier_wait"].answer == "c"
+
+
+def test_storage_price_matches_hbm_rent_and_no_slower_tier():
+    s = key.STORAGE
+    price = prices.get(s["price"]).cache_storage_per_hour
+    assert price == 4.5                                     # ai.google.dev pricing: $4.50 per 1M tokens per hour
+    qwen_bf16 = 2 * QWEN["layers"] * QWEN["kv_heads"] * QWEN["d_head"] * 2
+    p_hbm = 8 * s["usd_per_chip_hour"] / 3600 / (8 * H200_HBM)
+    hbm_by_hand = 1e6 * qwen_bf16 * p_hbm * (3600 + H200_HBM / H200_W)
+    assert 0.5 < hbm_by_hand / price < 2                                                  # (a)
+    rent = {k: 1e6 * qwen_bf16 * v for k, v in pricing.hold_costs(3600, s["target"], s["usd_per_chip_hour"]).items()}
+    assert math.isclose(rent[f"hbm-{s['target']}"], hbm_by_hand, rel_tol=0.01)
+    assert all(v < price / 50 for k, v in rent.items() if not k.startswith("hbm"))        # (b), (c), (d)
+    assert EXERCISES["cache_storage_tier"].answer == "a"
+
+
+def test_sparse_attention_reads_more_below_its_top_k():
+    c = key.SHORT_SPARSE
+    assert c["context"] < DSA["k"] and _sparse_over_dense(c["context"]) > 1.1            # (b), by hand
+    dense, sparse = (pricing.decode_attention_work(c["model"], c["context"], sparse=x, v32_fp8=True).kv_bytes
+                     for x in (False, True))
+    assert math.isclose(sparse / dense, _sparse_over_dense(c["context"]), rel_tol=1e-9)
+    assert EXERCISES["sparse_short_context"].answer == "b"
+
+
+@pytest.mark.parametrize("ex_id", sorted(CHOICE_ITEMS))
+def test_choice_key_is_right_and_every_wrong_option_gets_its_feedback(ex_id):
+    ex = EXERCISES[ex_id]
+    right = ex.right_letters()
+    assert judge(ex, ", ".join(sorted(right))).status == RIGHT
+    for letter, text in ex.options.items():
+        if letter in right:
+            assert judge(ex, f" {text.upper()}  ").status == RIGHT        # by text, any case and spacing
+            continue
+        result = judge(ex, letter)
+        assert result.status == WRONG and ex.feedback[letter] in result.message, (ex_id, letter)
+
+
 def _prompts():
     import nbformat
     from conftest import ROOT
@@ -124,22 +239,36 @@ def test_every_exercise_has_a_prompt_and_the_title_is_right():
     assert set(_prompts()) == set(EXERCISES)
 
 
+def test_choice_prompts_list_every_option():
+    prompts = _prompts()
+    for ex_id in CHOICE_ITEMS:
+        for letter, text in EXERCISES[ex_id].options.items():
+            assert f"({letter}) {' '.join(text.split())}" in prompts[ex_id], (ex_id, letter)
+
+
 def test_prompts_state_the_scenario_the_key_uses():
     k = key
     stated = {
         "kv_from_step_fp4": [f"{k.STEP['crossover']:,} tokens", "40 B active", f"$r$ = {k.STEP['intensity']}", "0.5 bytes"],
         "kv_implied_qwen": [f'"{k.IMPLIED["price"]}"', f"`{k.IMPLIED['model']}`", f"`{k.IMPLIED['target']}`", "FP8"],
-        "decode_mfu_long": [f"`{k.LONG_PRICE}`"],
+        "long_step_explained": [f"`{k.STEP_PRICE['model']}`", f"`{k.STEP_PRICE['target']}`", "FP8",
+                                f"{k.STEP_PRICE['batch']} sequences",
+                                f"typed_price({k.STEP_PRICE['input']!r}, {k.STEP_PRICE['output']!r}, "
+                                f"step_context={k.STEP_PRICE['step_context']:_}, step_input={k.STEP_PRICE['step_input']!r}, "
+                                f"step_output={k.STEP_PRICE['step_output']!r})"],
         "kv_sequence_gemma": [f"`{k.KV_SEQ['model']}`", f"{k.KV_SEQ['context']:,} tokens", "FP8"],
         "attention_crossover_8b": [f"`{k.CROSS['model']}`", f"`{k.CROSS['target']}`", "BF16"],
         "prefill_speedup_qwen": [f"`{k.PASS['model']}`", f"`{k.PASS['target']}`", f"{k.PASS['prompt']:,} tokens"],
-        "hold_cost_hbm": [f"`{k.HOLD['model']}`", f"`{k.HOLD['target']}`", f"{k.HOLD['usd_per_chip_hour']:g} USD",
-                          "six hours", "FP8"],
-        "break_even_rack_flash": [f"`{k.RACK}`"],
-        "remat_after_hours": [f"`{k.REMAT['model']}`", f"{k.REMAT['prompt']:,}-token", f"`{k.REMAT['target']}`",
-                              f"{k.REMAT['usd_per_chip_hour']:g} USD"],
+        "hold_tier_wait": [f"`{k.HOLD['model']}`", f"`{k.HOLD['target']}`", f"{k.HOLD['usd_per_chip_hour']:g} USD",
+                           "six hours", "FP8", "BF16", f"{k.HOLD['prompt']:,}-token", "8 GPUs", "400 Gb/s"],
+        "cache_storage_tier": [f'prices.get("{k.STORAGE["price"]}")', f"`{k.STORAGE['model']}`", "BF16",
+                               f"`{k.STORAGE['target']}`", f"{k.STORAGE['usd_per_chip_hour']:g} USD"],
         "kink_read": [f"`{k.PLOT['model']}`", f"`{k.PLOT['target']}`", f"{k.PLOT['batch']:,} sequences", "FP8"],
-        "sparse_read_ratio": [f"`{k.SPARSE['model']}`", f"{k.SPARSE['context']:,} tokens"],
+        "sparse_read_ratio": [f"`{k.SPARSE['model']}`", f"{k.SPARSE['context']:,} tokens", "FP8", "v32_fp8=True"],
+        "sparse_short_context": [f"`{k.SHORT_SPARSE['model']}`", f"{k.SHORT_SPARSE['context']:,} tokens", "FP8"],
+        "break_even_rack_flash": [f"`{k.RACK}`", "rent only"],
+        "remat_after_hours": [f"`{k.REMAT['model']}`", f"{k.REMAT['prompt']:,}-token", f"`{k.REMAT['target']}`",
+                              f"{k.REMAT['usd_per_chip_hour']:g} USD", "rent only"],
     }
     prompts = _prompts()
     for ex_id, phrases in stated.items():
