@@ -7,6 +7,8 @@ import pytest
 
 from chalk import ChalkError, measure
 from chalk.cli import main
+from chalk.teaching import lab
+from chalk.teaching.exercises import RIGHT, UNANSWERED, WRONG
 
 F, W = 60e9, 12e9  # r = 5 FLOP/byte; float32 (4 bytes): B* = r b_w / 2 = 10 by hand
 N = 8 * 2048 * 2048  # weights of the dense step
@@ -59,8 +61,8 @@ def test_no_overlap_still_has_a_knee_near_where_the_terms_cross():
 
 
 @pytest.mark.parametrize("times, verdict", [
-    (3e-3 * BATCHES, "compute-bound throughout"),
-    (np.full(BATCHES.size, 7e-3), "memory-bound throughout"),
+    (3e-3 * BATCHES, "rising over the whole sweep"),
+    (np.full(BATCHES.size, 7e-3), "flat over the whole sweep"),
     (1e-3 * BATCHES ** 0.5, "one power law"),
 ])
 def test_a_curve_without_a_knee_is_reported_as_such(times, verdict):
@@ -148,3 +150,20 @@ def test_blas_threads_sets_and_restores_the_count():
         with measure.blas_threads(1) as used:
             assert used == getter() == 1
         assert getter() == 2
+
+
+def test_the_lab_exercise_is_judged_against_the_readers_own_ceilings():
+    # By hand: four cores at F each over one W give r = 4 x 60/12 = 20, B* = r b_w / 2 = 20 x 4 / 2 = 40.
+    here = measure.Ceilings(flops=60e9, bandwidth=12e9, threads=1, matmul_size=1024, stream_bytes=2**28)
+    assert lab.check("balance_four_cores", 40, here).status == RIGHT
+    assert lab.check("balance_four_cores", 41, here).status == RIGHT  # within 5%
+    assert lab.check("balance_four_cores", ..., here).status == UNANSWERED
+    for wrong, hint in ((10, "balance batch of one core"), (20, "float32"), (80, "2 FLOPs"), (55, "Hint")):
+        result = lab.check("balance_four_cores", wrong, here)
+        assert result.status == WRONG and hint in result.message, (wrong, result.message)
+    # Another machine, another answer: the key is not a constant.
+    slower = measure.Ceilings(flops=30e9, bandwidth=12e9, threads=1, matmul_size=1024, stream_bytes=2**28)
+    assert lab.check("balance_four_cores", 40, slower).status == WRONG
+    assert lab.check("balance_four_cores", 20, slower).status == RIGHT
+    with pytest.raises(ChalkError, match="exercise_id"):
+        lab.check("balance_two_cores", 40, here)

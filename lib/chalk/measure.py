@@ -282,9 +282,9 @@ def fit_roofline(batches, seconds) -> Knee:
     knee, slope = float(grid[best]), float(np.exp(offsets[best]))
     below, above = b < knee, b > knee
     if below.sum() < 2:
-        verdict = "no knee: rising over the whole sweep (compute-bound throughout)"
+        verdict = "no knee: rising over the whole sweep"
     elif above.sum() < 2:
-        verdict = "no knee: flat over the sweep (memory-bound throughout)"
+        verdict = "no knee: flat over the whole sweep"
     elif _log_slope(x[above], y[above]) - _log_slope(x[below], y[below]) < KNEE_RISE:
         verdict = "no knee: one power law over the sweep, not flat then linear"
     else:
@@ -298,12 +298,24 @@ def _formula_args(sweep: StepSweep, flops, bandwidth):
             sweep.routed_params, sweep.top_k, sweep.experts)
 
 
-def predicted(sweep: StepSweep, flops, bandwidth, term="t_step"):
-    """The roofline's ``term`` (``t_step``, ``t_matmul`` or ``t_weights``) at every batch of the sweep."""
+def predicted(sweep: StepSweep, flops, bandwidth, term="t_step", batches=None):
+    """The roofline's ``term`` (``t_step``, ``t_matmul`` or ``t_weights``) for the sweep's step, at
+    the sweep's batches or at ``batches`` (a figure's fine grid)."""
     positive("flops", flops)
     positive("bandwidth", bandwidth)
     f = lookup("term", term, {t: roofline.numeric[t] for t in ("t_step", "t_matmul", "t_weights")}, param="term")
-    return np.asarray(f(sweep.batches.astype(float), 0.0, *_formula_args(sweep, flops, bandwidth)), dtype=float)
+    b = sweep.batches if batches is None else np.asarray(positive("batches", batches))
+    return np.broadcast_to(f(b.astype(float), 0.0, *_formula_args(sweep, flops, bandwidth)), np.shape(b)).astype(float)
+
+
+def balance_batch(flops, bandwidth, active_params=1.0, total_params=1.0) -> float:
+    """``roofline``'s B* for a float32 step at these ceilings, every weight read: r b_w s / 2."""
+    positive("flops", flops)
+    positive("bandwidth", bandwidth)
+    positive("active_params", active_params)
+    positive("total_params", total_params)
+    return float(roofline.numeric["balance_batch"](0.0, 0.0, active_params, total_params, BYTES_PER_WEIGHT, 0.0,
+                                                   flops, bandwidth))
 
 
 def predicted_experts_touched(batches, top_k, experts):
@@ -339,8 +351,7 @@ def compare(sweep: StepSweep, flops, bandwidth, fit_from=2) -> Comparison:
     matrix-matrix kernel, whose tiles of rows make a small batch cost more than its reads. Fitting
     both would average two kernels; the end ratios and fractions cover every batch."""
     t_pred = predicted(sweep, flops, bandwidth)
-    # B* with every weight read: what the balance formula solves, and what a dense step reads.
-    b_star = float(roofline.numeric["balance_batch"](0.0, 0.0, *_formula_args(sweep, flops, bandwidth)))
+    b_star = balance_batch(flops, bandwidth, sweep.active_params, sweep.total_params)
     ends = (float(sweep.seconds[0] / t_pred[0]), float(sweep.seconds[-1] / t_pred[-1]))
     fitted = sweep.batches >= positive_int("fit_from", fit_from)
     return Comparison(fit_roofline(sweep.batches[fitted], sweep.seconds[fitted]), b_star, t_pred,
@@ -395,10 +406,14 @@ def table(result: Lab) -> str:
                 row += f"  {sweep.experts_touched[i]:5.1f} ({expected[i]:.1f})"
             lines.append(row)
         knee = cmp.knee
-        found = (f"{_sig(knee.balance_batch)} (measured / predicted {cmp.balance_ratio:.2f})"
-                 if knee.balance_batch is not None else knee.verdict)
-        lines += [f"  balance batch: predicted {_sig(cmp.predicted_balance_batch)} = r b_w s / 2; measured {found}",
-                  f"  step time measured / predicted: {cmp.end_ratios[0]:.2f} at batch {sweep.batches[0]}, "
+        if touched:  # no knee to fit: the sweep stays below B*, where reads grow with the experts touched
+            lines.append(f"  balance batch with every expert read: predicted {_sig(cmp.predicted_balance_batch)} "
+                         f"= r b_w s / 2 (s = E/k = {sweep.experts / sweep.top_k:g})")
+        else:
+            found = (f"{_sig(knee.balance_batch)} (measured / predicted {cmp.balance_ratio:.2f})"
+                     if knee.balance_batch is not None else knee.verdict)
+            lines.append(f"  balance batch: predicted {_sig(cmp.predicted_balance_batch)} = r b_w / 2; measured {found}")
+        lines += [f"  step time measured / predicted: {cmp.end_ratios[0]:.2f} at batch {sweep.batches[0]}, "
                   f"{cmp.end_ratios[1]:.2f} at batch {sweep.batches[-1]}", ""]
     return "\n".join(lines).rstrip()
 
