@@ -15,12 +15,12 @@ import math
 
 import numpy as np
 
-from ... import moe, roofline, timetable
+from ... import moe, roofline
 from ...catalog import hardware, models, prices
 from ...catalog.quoted import USD_PER_CHIP_HOUR
 from ...errors import ChalkError
 from ...notation import F_att, N_act, W, b_kv, f_att, r
-from ..exercises import Exercise, Mistake
+from ..exercises import Choice, Choices, Exercise, Mistake
 
 DEEPSEEK, KIMI, QWEN3 = "deepseek-v3", "kimi-k2", "qwen3-235b-a22b"
 LLAMA_8B, LLAMA_70B = "llama-3.1-8b", "llama-3.1-70b"
@@ -46,9 +46,13 @@ W4A16 = dict(chip=H100, model=QWEN3, dtype="bf16", b_w=hardware.bytes_per_weight
 pair no chip table in the course prints."""
 SERVE = dict(chip=MI300X, model=DEEPSEEK, batch=1024, context=8192, dtype="fp8", chips=8,
              usd_per_chip_hour=USD_PER_CHIP_HOUR)
-"""The replica of ``usd_per_mtok``, ``tokens_per_s`` and ``wait_mean_ms``: one 8-GPU MI300X server."""
-PRICED = dict(chip=H800, model=DEEPSEEK, dtype="fp8", chips=16, usd_per_chip_hour=USD_PER_CHIP_HOUR)
-"""``batch_from_price``: two 8-GPU H800 nodes at $2 per GPU-hour, the rate DeepSeek's overview assumes."""
+"""The replica of ``usd_per_mtok``: one 8-GPU MI300X server."""
+PRICED = dict(chip=H200, model=DEEPSEEK, dtype="fp8", chips=16,
+              usd_per_chip_hour=hardware.get(H200).rental_usd_per_hour[0])
+"""``batch_from_price``: two 8-GPU H200 nodes at the low end of the H200's published rental range.
+The first covered batch clears the price by 0.7% and the one before misses it by 0.7%, so inputs a
+little off (a rounded parameter count) still land on it; on H800s at $2 the answer sat 0.03% inside
+the price (tests/test_problems_ch01.py)."""
 PRICE = prices.get("deepseek/deepseek-reasoner@2025-02")
 """The published output price ``batch_from_price`` starts from (DeepSeek-R1, V3's architecture)."""
 PLOT = dict(chip=H100, model=LLAMA_70B, context=512, chips=8)
@@ -58,6 +62,21 @@ FAST = dict(chip=H100, model=LLAMA_70B, dtype="bf16", chips=8, context=32768, ba
 FAST_TIER = prices.get("anthropic/claude-opus-4.6")
 """The fast mode the lecture quotes; its speed and price ratios come from the price list."""
 FAST_SPEED, FAST_PRICE = FAST_TIER.fast_speedup, FAST_TIER.fast_multipliers[1]
+REGIME = dict(chip=H200, model=DEEPSEEK, batch=2048, context=16384, dtype="fp8", chips=16, kv_bytes_per_element=1)
+"""``regime_h200`` and ``tokens_per_s_h200``: DeepSeek-V3 on two 8-GPU H200 nodes with an FP8 cache
+and attention at the BF16 rate, long contexts, as many sequences as a large deployment runs."""
+LSTAR_CASES = dict(
+    a=dict(chip=H200, model=KIMI, kv_bytes_per_element=2, attention_dtype="bf16"),
+    b=dict(chip=H200, model=KIMI, kv_bytes_per_element=1, attention_dtype="bf16"),
+    c=dict(chip=H200, model=KIMI, kv_bytes_per_element=1, attention_dtype="fp8"),
+    d=dict(chip="B200", model=DEEPSEEK, kv_bytes_per_element=1, attention_dtype="bf16"),
+    e=dict(chip=H100, model=LLAMA_70B, kv_bytes_per_element=1, attention_dtype="fp8"),
+)
+"""``lstar_exists``: the configurations its options list (FP8 weights throughout), by letter."""
+CHEAPER = dict(model=LLAMA_8B, batch=2048, context=256, dtype="fp8", kv_bytes_per_element=1, chips=(H100, H200))
+"""``cheaper_chip``: one GPU of each kind at the low end of its published rental range."""
+PREMIUM = dict(chip=H200, model="llama-3.1-405b", batch=128, context=4096, dtype="fp8", chips=8)
+"""``fast_premium_405b``: a dense model whose weight read is most of its step."""
 
 PARAMS = ("N_act", "N_tot", "b_w", "b_kv", "F", "W", "f_att", "F_att", "N_routed", "k", "n_exp")
 """The names of ``Replica.params``, in its order, so a typical mistake can change one of them."""
@@ -142,9 +161,36 @@ def _fast_ratio() -> float:
     return s["batch"] / b_fast
 
 
-def _wait_interval() -> float:
-    """The departure interval of ``wait_mean_ms``: the step of the ``SERVE`` operating point."""
-    return _serve().t_step
+def _regime(**override) -> roofline.DecodePoint:
+    """The ``REGIME`` operating point, with arguments of ``decode_point`` overridden."""
+    return roofline.decode_point(**{**REGIME, **override})
+
+
+def _regime_tokens_per_s(step="t_step", **override) -> float:
+    """Tokens per second of the whole ``REGIME`` replica; a wrong answer takes another time as the step."""
+    p = _regime(**override)
+    return p.batch / getattr(p, step)
+
+
+def _lstar_case(letter) -> float:
+    """L* of ``lstar_exists``'s option ``letter`` (inf where there is none)."""
+    c = LSTAR_CASES[letter]
+    return roofline.replica(c["chip"], c["model"], "fp8", 1, c["kv_bytes_per_element"],
+                            c["attention_dtype"]).balance_context()
+
+
+def _cheaper(chip) -> roofline.DecodePoint:
+    """The ``CHEAPER`` operating point on one ``chip`` rented at the low end of its published range."""
+    c = CHEAPER
+    return roofline.decode_point(chip, c["model"], c["batch"], c["context"], c["dtype"], 1,
+                                 hardware.get(chip).rental_usd_per_hour[0], c["kv_bytes_per_element"])
+
+
+def _premium() -> tuple[float, float]:
+    """(normal step, shortest possible step: one sequence) of the ``PREMIUM`` replica, in seconds."""
+    p = PREMIUM
+    normal = roofline.decode_point(**p).t_step
+    return normal, roofline.decode_point(**{**p, "batch": 1}).t_step
 
 
 def _mla_flops(model, heads=None, value_product=True) -> float:
@@ -176,6 +222,7 @@ ALL_EXPERTS_AT_B1 = ("a single token reads only the experts it is routed to (plu
 EXERCISES = (
     Exercise(
         id="sparsity_k16",
+        topic="sparsity of an MoE",
         expected=lambda: _kimi_k16().sparsity,
         unit="dimensionless ratio", rel_tol=0.03,
         hint="doubling k adds 8 more routed experts per MoE layer to N_act (each 3 d_model d_ff_expert "
@@ -192,6 +239,7 @@ EXERCISES = (
         )),
     Exercise(
         id="balance_h100",
+        topic="the balance batch",
         expected=lambda: roofline.balance_batch(**BALANCE),
         unit="sequences", rel_tol=0.02,
         hint="set 2 B N_act / F equal to N_tot b_w / W and solve for B: B* = (F/W) (b_w/2) s, "
@@ -207,6 +255,7 @@ EXERCISES = (
         )),
     Exercise(
         id="mla_flops_per_byte",
+        topic="attention FLOPs per cached byte",
         # Kimi K2 with an FP8 cache and one speculative token per step: each cached latent (1 byte
         # per element) is attended by two query tokens. The chapter and Chapter 6 print the BF16,
         # one-token figure; this scenario is not printed anywhere.
@@ -231,6 +280,7 @@ EXERCISES = (
         )),
     Exercise(
         id="lstar_h100",
+        topic="the balance context",
         expected=lambda: roofline.balance_context_for(**LSTAR),
         unit="tokens", rel_tol=0.02,
         hint="at infinite batch the weights are free: per sequence, 2 N_act / F + L f_att / F "
@@ -246,8 +296,38 @@ EXERCISES = (
             Mistake("the matmuls of one token use N_act, not N_tot.",
                     value=lambda: _lstar(LSTAR, N_act=models.get(KIMI).total_params)),
         )),
+    Choices(
+        id="lstar_exists",
+        topic="whether L* exists",
+        options={
+            "a": "Kimi K2 on an H200 · BF16 cache · BF16 attention",
+            "b": "Kimi K2 on an H200 · FP8 cache · BF16 attention",
+            "c": "Kimi K2 on an H200 · FP8 cache · FP8 attention",
+            "d": "DeepSeek-V3 on a B200 · FP8 cache · BF16 attention",
+            "e": "Llama 3.1 70B on an H100 · FP8 cache · FP8 attention",
+        },
+        answer={"a", "c", "e"},
+        feedback={
+            "a": "applies: with a BF16 cache Kimi K2's attention does fewer FLOPs per cached byte than the "
+                 "H200 does per byte of HBM at the BF16 rate, so past some context the cache read is the "
+                 "longer part whatever the batch.",
+            "b": "an FP8 cache halves the bytes of a cached token but not its attention FLOPs, still run at "
+                 "the BF16 rate: Kimi K2's attention then outruns the H200's BF16 ratio, so each token of "
+                 "context adds more compute than reading, and no context is memory-bound at every batch.",
+            "c": "applies: FP8 attention runs the same FLOPs twice as fast, which brings them back below the "
+                 "H200's ratio; L* returns, further out than with a BF16 cache.",
+            "d": "DeepSeek-V3 has twice Kimi K2's heads: with an FP8 cache its attention does more FLOPs per "
+                 "cached byte than the B200's BF16 ratio, so attention outruns the cache read at every context.",
+            "e": "applies: grouped-query attention does few FLOPs per cached byte, far below any chip's ratio, "
+                 "whatever the formats: a dense GQA model always has an L*.",
+        },
+        hint="L* exists where, per cached token, reading the cache takes longer than attending to it: "
+             "b_kv / W > f_att / F_att, with F_att the rate of attention's format. Compare the two per option "
+             "(roofline.replica(chip, model, 'fp8', 1, kv_bytes_per_element, attention_dtype).balance_context()).",
+    ),
     Exercise(
         id="balance_kv_h800",
+        topic="the balance batch with the KV cache",
         expected=lambda: roofline.balance_batch(**KV),
         # Near L* the answer amplifies input errors by 1 / (1 - L/L*), 1.7 here (L* is about 10k):
         # the prompt says to use the catalog's N_act and N_tot, and 4% also admits the report's
@@ -270,6 +350,7 @@ EXERCISES = (
         )),
     Exercise(
         id="min_batch_compute",
+        topic="the balance batch by a scan",
         expected=lambda: float(math.ceil(roofline.balance_batch(SCAN["chip"], SCAN["model"],
                                                                 context=SCAN["context"]))),
         unit="sequences", exact=True, rel_tol=0.005,
@@ -282,7 +363,9 @@ EXERCISES = (
         )),
     Exercise(
         id="latency_floor_ms",
-        expected=lambda: 1e3 * roofline.step_time(FLOOR["chip"], FLOOR["model"], 1, 0, FLOOR["dtype"], FLOOR["chips"]),
+        topic="the latency floor",
+        # the roofline alone, as the prompt asks: no tensor-parallel all-reduce (step_time adds one)
+        expected=lambda: 1e3 * _t("t_step", FLOOR, 1),
         unit="ms", rel_tol=0.02,
         hint="one sequence at short context: the step is the read of the weights its one token "
              "touches, with the whole rack's bandwidth, N_act b_w / (72 W).",
@@ -295,6 +378,7 @@ EXERCISES = (
         )),
     Exercise(
         id="experts_read_qwen3",
+        topic="experts a small batch reads",
         expected=lambda: moe.expected_experts_touched(SHARE["model"], SHARE["batch"])
         / models.get(SHARE["model"]).moe["n_routed_experts"],
         unit="fraction of the routed experts", rel_tol=0.02,
@@ -313,6 +397,7 @@ EXERCISES = (
         )),
     Exercise(
         id="b1_cost_ratio",
+        topic="what no batching costs",
         expected=lambda: _t("t_weights", W4A16, 1, b_w=W4A16["b_w"]) / _t("t_matmul", W4A16, 1),
         unit="ratio (cost per token at B = 1 / compute-bound cost per token)", rel_tol=0.02,
         hint="at B = 1 a token pays the read of its own N_act weights, N_act b_w / W; compute-bound, "
@@ -328,6 +413,7 @@ EXERCISES = (
         )),
     Exercise(
         id="usd_per_mtok",
+        topic="cost per token",
         expected=lambda: _serve().usd_per_million_tokens,
         unit="$ per million tokens", rel_tol=0.02,
         hint="the step lasts max(t_compute, t_mem), with t_mem the weights plus every sequence's "
@@ -342,37 +428,73 @@ EXERCISES = (
                     factor=SERVE["batch"]),
             Mistake("the rental is per hour: divide $2 by 3600 s.", factor=3600),
         )),
+    Choice(
+        id="regime_h200",
+        topic="which regime a step is in",
+        options={
+            "a": "Memory-bound: the weight read is the longest part.",
+            "b": "Memory-bound: the KV cache read is the longest part.",
+            "c": "Compute-bound: the weight matmuls are most of the compute.",
+            "d": "Compute-bound: attention is most of the compute.",
+        },
+        answer="d",
+        feedback={
+            "a": "16 GPUs share the weight read, and at this batch and context both the cache read and "
+                 "attention take longer than it.",
+            "b": "that holds if attention's FLOPs are left out. An FP8 cache takes half the bytes of a BF16 "
+                 "one but the same FLOPs to attend to, at the BF16 rate: for DeepSeek-V3's 128-head latent "
+                 "attention those FLOPs take longer than the bytes.",
+            "c": "a token's weight matmuls cost 2 N_act FLOPs once; its attention costs f_att for each of "
+                 "its 16,384 cached tokens, many times more.",
+        },
+        hint="compute the three times of one step: the matmuls and attention (t_compute, attention at the "
+             "BF16 rate), the weight read and the cache read (t_mem). roofline.decode_point(...) with "
+             "kv_bytes_per_element=1 gives them all.",
+    ),
     Exercise(
-        id="tokens_per_s",
-        expected=lambda: _serve().tokens_per_second,
+        id="tokens_per_s_h200",
+        topic="throughput in the regime found",
+        judgement=True,
+        expected=_regime_tokens_per_s,
         unit="tokens/s", rel_tol=0.02,
-        hint="a step takes max(t_compute, t_mem) and yields B tokens.",
+        hint="a step lasts the longer of compute (matmuls plus attention) and memory (weights plus cache) "
+             "and yields one token per sequence.",
         mistakes=(
+            Mistake("that takes the memory time as the step, as if attention's FLOPs were left out or ran at "
+                    "the FP8 rate. FlashMLA attends at the BF16 rate, and then the step is compute-bound and "
+                    "lasts longer.", value=lambda: _regime_tokens_per_s("t_mem")),
+            Mistake("that takes attention alone as the compute time. The weight matmuls run on the same tensor "
+                    "cores: their times add.", value=lambda: REGIME["batch"] / max(_regime().t_attn, _regime().t_mem)),
+            Mistake("that is per GPU; the question asks for the whole 16-GPU replica.",
+                    factor=1 / REGIME["chips"]),
             Mistake("that is steps per second; each step yields one token for each sequence.",
-                    factor=1 / SERVE["batch"]),
-            Mistake("that is per GPU; the question asks for the whole 8-GPU replica.",
-                    factor=1 / SERVE["chips"]),
-            Mistake("that step leaves out the KV read of the 1,024 caches.",
-                    value=lambda: SERVE["batch"] / _serve_step(b_kv=0.0)),
-        )),
-    Exercise(
-        id="wait_mean_ms",
-        expected=lambda: 1e3 * timetable.closed_form(_wait_interval())["wait_mean"],
-        unit="ms", rel_tol=0.02,
-        hint="a step departs every T; a request arriving at a uniformly random moment waits T - u "
-             "for the next departure.",
-        mistakes=(
-            Mistake("1.5 T adds a ride of one step, the closed form's time to first token. The "
-                    "question asks only for the wait for the next departure; and a new request's "
-                    "first token needs its prompt prefilled, which is not a decode step of length T.",
-                    factor=3),
-            Mistake("T is the worst case (arriving just after a departure); the mean wait is half of it.",
-                    factor=2),
-            Mistake("2 T is the worst wait plus a ride; the question asks for the mean wait.", factor=4),
-            Mistake("the answer is asked in milliseconds.", factor=1e-3),
-        )),
+                    factor=1 / REGIME["batch"]),
+        ),
+    ),
+    Choice(
+        id="cheaper_chip",
+        topic="which chip serves cheaper",
+        options={
+            "a": "The H200: its step is shorter.",
+            "b": "The H200: it has more HBM bandwidth per dollar of rent.",
+            "c": "The H100: both steps are compute-bound at the same FLOP/s and the H100 rents for less.",
+            "d": "Neither: both cost the same per token.",
+        },
+        answer="c",
+        feedback={
+            "a": "the H200's step is shorter only when it is memory-bound. At this batch both steps are "
+                 "compute-bound, and the two chips have the same dense FP8 rate, so the steps are equal.",
+            "b": "bandwidth per dollar decides when the step is memory-bound, as at a batch of a few hundred. "
+                 "Here compute bounds the step on both chips.",
+            "d": "the steps are equally long, but the H200 rents for more per hour.",
+        },
+        hint="find each chip's regime at this batch (t_compute against t_mem), then its cost per token: "
+             "t_step x rent per second / batch.",
+    ),
     Exercise(
         id="batch_from_price",
+        topic="a batch deduced from a price",
+        judgement=True,
         expected=lambda: _price_batch(),
         unit="sequences", exact=True, rel_tol=0.02,
         hint="scan B = 1, 2, 3, ...: a step of B sequences at short context lasts the read of the "
@@ -391,6 +513,7 @@ EXERCISES = (
         )),
     Exercise(
         id="kink_batch",
+        topic="reading graph A",
         expected=lambda: roofline.balance_batch(PLOT["chip"], PLOT["model"], context=PLOT["context"]),
         unit="sequences", rel_tol=0.10,
         hint="follow the bold curve from the left: the batch where it leaves the sloped memory "
@@ -400,8 +523,28 @@ EXERCISES = (
                     "because of the cache, which moves the crossing right.",
                     value=lambda: roofline.balance_batch(PLOT["chip"], PLOT["model"])),
         )),
+    Choice(
+        id="fast_premium_405b",
+        topic="fast mode and batching",
+        options={
+            "a": "Yes: a batch 15 times smaller is 2.5 times faster and accounts for 6 times the price.",
+            "b": "Partly: a smaller batch streams 2.5 times faster but accounts for less than 6 times the price.",
+            "c": "No: no batch streams 2.5 times faster on this replica.",
+        },
+        answer="c",
+        feedback={
+            "a": "price ratio x speed ratio = B_0 / B_f is an identity of a cost proportional to t_step / B; "
+                 "it places no batch. Here the step is mostly the weight read, which no smaller batch shortens.",
+            "b": "that holds where the weight read is a small part of the step, as in fast_batch_shrink. Here "
+                 "even one sequence takes longer than a step 2.5 times shorter than the normal one.",
+        },
+        hint="a smaller batch shortens only the cache read and the compute; the weight read of a dense "
+             "model stays. Compare the step at B = 1 with the normal step divided by 2.5.",
+    ),
     Exercise(
         id="fast_batch_shrink",
+        topic="fast mode past L*",
+        judgement=True,
         expected=_fast_ratio,
         unit="ratio (normal batch / fast batch)", rel_tol=0.02,
         hint="past L* the step is memory-bound: t = (N_tot b_w + B L b_kv) / W. Find the batch "
