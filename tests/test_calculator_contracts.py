@@ -202,3 +202,27 @@ def test_moe_layouts_pay_no_tensor_parallel_allreduce():
     assert roofline.step_time("GB200", "deepseek-v3", 64, 4096, "fp8", chips=72) == alone
     assert calculator.decode("deepseek-v3", "gb200-nvl72", 64, 4096, dtype="fp8").t_comm == 0
     assert roofline.tp_allreduce_time("deepseek-v3", "gb200-nvl72", 64) > 0  # the TP layout's, if chosen
+
+
+# --- published measurements beside the bound ---------------------------------------------------
+def test_published_runs_are_read_as_their_sources_print_them():
+    from chalk.catalog import systems
+    runs = {m.name: m for m in systems.measurements_for("deepseek-v3", hardware.get("H200"))}
+    sglang = runs["sglang-deepseek-v3-h100@2025-05-05"]
+    # LMSYS: 22.3k output and 52.3k input tokens/s per node of 8 H100s.
+    assert sglang.per_chip("decode") == pytest.approx(22.3e3 / 8)
+    assert sglang.per_chip("prefill") == pytest.approx(52.3e3 / 8)
+    # DeepSeek's day: 14.8k output and 73.7k input tokens/s per node of 8 H800s (operators.toml's).
+    day = runs["deepseek-v3-r1-h800@2025-02-28"]
+    assert (day.per_chip("decode"), day.per_chip("prefill")) == pytest.approx((14.8e3 / 8, 73.7e3 / 8))
+    assert systems.measurements_for("deepseek-v3", hardware.get("B200")) == []
+    assert systems.measurements_for("llama-3.1-70b", hardware.get("H100-SXM")) == []
+
+
+def test_serve_prints_the_measurement_beside_the_bound(capsys):
+    assert cli.main(["serve", "--model", "deepseek-v3", "--system", "hgx-h200", "--batch", "256",
+                     "--context", "4096", "--prompt", "2000", "--dtype", "fp8"]) == 0
+    out = capsys.readouterr().out
+    bound = calculator.prefill("deepseek-v3", "hgx-h200", 256, 2000, dtype="fp8").tokens_per_second / 8
+    assert f"6,538 input tokens/s per H100-SXM, {52.3e3 / 8 / bound:.0%} of this bound" in out
+    assert "https://lmsys.org/blog/2025-05-05-large-scale-ep/ (2025-05-05)" in out

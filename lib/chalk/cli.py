@@ -10,7 +10,7 @@ import sys
 import warnings
 
 from . import calculator, pricing, roofline
-from .catalog import hardware, models, prices, reference
+from .catalog import hardware, models, prices, reference, systems
 from .errors import ChalkError, ChalkWarning, DoesNotFit, number_text
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_DOES_NOT_FIT = 0, 2, 3
@@ -222,6 +222,21 @@ def _fit_report(args) -> tuple[str, bool]:
     return _rows(rows), f.fits
 
 
+def _measured_rows(args, model, point, n) -> list[tuple[str, str]]:
+    """Published throughput of real engines for this model on chips of this class, beside the bound."""
+    hw = calculator.resolve(_target(args), args.chips)
+    phase = "decode" if n == 1 else "prefill"
+    bound = point.tokens_per_second / hw.count
+    rows = []
+    for m in systems.measurements_for(model.name, hw.chip):
+        measured = m.per_chip(phase)
+        rows += [(f"published ({m.name})", f"{measured:,.0f} {'output' if n == 1 else 'input'} tokens/s per "
+                                           f"{m.system.chip.name}, {measured / bound:.0%} of this bound "
+                                           f"({bound:,.0f} per chip)"),
+                 ("  source", f"{m.display}; {m.source} ({m.as_of}); its batch and context are its own")]
+    return rows
+
+
 def _allreduce_rows(args, model, point, n) -> list[tuple[str, str]]:
     """The tensor-parallel all-reduce line of a pass, with what it counts and what overlaps."""
     hw = calculator.resolve(_target(args), args.chips)
@@ -269,7 +284,7 @@ def _serve(args) -> int:
                      ("KV-read time", _ms(point.t_kv)), *_allreduce_rows(args, model, point, n),
                      ("step time (lower bound)", _ms(point.t_step)),
                      ("regime", point.regime), ("tokens/s (replica)", f"{point.tokens_per_second:,.0f}"),
-                     ("MFU at this bound", f"{point.mfu:.1%}")]))
+                     ("MFU at this bound", f"{point.mfu:.1%}"), *_measured_rows(args, model, point, n)]))
     rates = calculator.rental_prices(_target(args), args.chips, args.usd_per_chip_hour)
     print(f"\nMoney (mfu {args.mfu:g}, memory efficiency {args.memory_efficiency:g})")
     if not rates:

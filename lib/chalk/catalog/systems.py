@@ -103,3 +103,56 @@ def system_or_chip(name: str, param: str = "system"):
             return table[key]
     raise unknown("system or chip", name, [*catalog_systems(), *hardware.catalog_chips()],
                   param=param, plural="systems and chips")
+
+
+# --- published throughput beside the bound --------------------------------------------------------
+@dataclass(frozen=True)
+class Measurement:
+    """Throughput a real engine published for one catalog model on one catalog system."""
+    name: str
+    display: str
+    model: str
+    system: System
+    prefill_tokens_per_second_per_node: float
+    decode_tokens_per_second_per_node: float
+    source: str
+    as_of: str
+    input_tokens: int | None = None
+    note: str = ""
+
+    def per_chip(self, phase: str) -> float:
+        """Tokens per second per chip in ``phase`` ("prefill" input, "decode" output)."""
+        if phase not in ("prefill", "decode"):
+            raise ChalkError(f"phase must be 'prefill' or 'decode', got {phase!r}")
+        return getattr(self, f"{phase}_tokens_per_second_per_node") / self.system.count
+
+
+_MEASURED = {"display": str, "model": str, "system": str, "prefill_tokens_per_second_per_node": float,
+             "decode_tokens_per_second_per_node": float}
+
+
+@cache
+def catalog_measurements() -> dict[str, Measurement]:
+    from . import operators  # operators reads this module's systems: import it when first asked
+    out = {}
+    for name, e in catalog.load("measured.toml").items():
+        where = f"measured.toml [{name}]"
+        if "operator" in e:  # the figures an operator published, typed once in operators.toml
+            op = operators.get(e["operator"])
+            e = {"model": op.model.name, "system": op.system.name,
+                 "prefill_tokens_per_second_per_node": op.prefill_tokens_per_second_per_node,
+                 "decode_tokens_per_second_per_node": op.decode_tokens_per_second_per_node} | e
+        catalog.require(where, e, _MEASURED)
+        out[name] = Measurement(name=name, display=e["display"], model=e["model"], system=get(e["system"]),
+                                prefill_tokens_per_second_per_node=float(e["prefill_tokens_per_second_per_node"]),
+                                decode_tokens_per_second_per_node=float(e["decode_tokens_per_second_per_node"]),
+                                source=e["source"], as_of=e["as_of"], input_tokens=e.get("input_tokens"),
+                                note=e.get("note", ""))
+    return out
+
+
+def measurements_for(model_name: str, chip: hardware.Chip) -> list[Measurement]:
+    """Published runs of ``model_name`` on chips of ``chip``'s compute class: the same dense peak
+    FLOP/s in every format (H100, H800 and H200 are one class; their HBM and links differ)."""
+    return [m for m in catalog_measurements().values()
+            if m.model == model_name and m.system.chip.peak_flops == chip.peak_flops]
