@@ -6,6 +6,7 @@ separated) leaves steps out while developing; skipping build measures the site a
 """
 import fnmatch
 import json
+import math
 import os
 import shutil
 import statistics
@@ -39,6 +40,27 @@ def bench_widget() -> dict:
         results[f"explorer_{chapter}_update_median_ms"] = round(statistics.median(times), 1)
         results[f"explorer_{chapter}_update_max_ms"] = round(max(times), 1)
         results[f"explorer_{chapter}_updates"] = len(times)
+    return results
+
+
+def bench_roofline() -> dict:
+    """Chapter 1's lab (``chalk.measure.lab``), run before the build so the machine is quiet: the
+    dense step's measured over predicted balance batch and end-point step times. The ``*_factor``
+    entries are each ratio or its inverse, whichever is larger, which budgets.toml bounds by 2;
+    without a knee the balance factor is infinite."""
+    from chalk import measure
+
+    lab = measure.lab()
+    cmp, batches = lab.dense_vs_roofline, lab.dense.batches
+    ratio = cmp.balance_ratio
+    results = {"roofline_r_flop_per_byte": round(lab.ceilings.ratio, 2),
+               "roofline_balance_batch_predicted": round(cmp.predicted_balance_batch, 1),
+               "roofline_balance_batch_measured": None if ratio is None else round(cmp.knee.balance_batch, 1),
+               "roofline_balance_ratio": None if ratio is None else round(ratio, 2),
+               "roofline_balance_factor": math.inf if ratio is None else round(max(ratio, 1 / ratio), 2)}
+    for b, end in zip((batches[0], batches[-1]), cmp.end_ratios):
+        results[f"roofline_step_ratio_batch_{b}"] = round(end, 2)
+        results[f"roofline_step_batch_{b}_factor"] = round(max(end, 1 / end), 2)
     return results
 
 
@@ -147,7 +169,7 @@ def _load(browser, site: Path, rel: str) -> tuple[dict, list]:
     return dict(sorted(loaded.items(), key=lambda item: -item[1])), outside
 
 
-BENCHMARKS = {"widget": bench_widget, "cli": bench_cli, "build": bench_build, "pages": bench_pages, "test": bench_test}
+BENCHMARKS = {"widget": bench_widget, "cli": bench_cli, "roofline": bench_roofline, "build": bench_build, "pages": bench_pages, "test": bench_test}
 
 
 def budgets() -> dict[str, float]:
