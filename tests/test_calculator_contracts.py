@@ -226,3 +226,16 @@ def test_serve_prints_the_measurement_beside_the_bound(capsys):
     bound = calculator.prefill("deepseek-v3", "hgx-h200", 256, 2000, dtype="fp8").tokens_per_second / 8
     assert f"6,538 input tokens/s per H100-SXM, {52.3e3 / 8 / bound:.0%} of this bound" in out
     assert "https://lmsys.org/blog/2025-05-05-large-scale-ep/ (2025-05-05)" in out
+
+
+def test_readme_shows_the_allreduce_line_and_a_published_run(capsys):
+    import pathlib
+    import shlex
+    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    calls = [shlex.split(line.strip())[3:] for line in readme.splitlines() if line.strip().startswith("python -m chalk serve")]
+    printed = []
+    for argv in calls:
+        assert cli.main(argv) == 0, argv
+        printed.append(capsys.readouterr().out)
+    assert any("all-reduce time (tensor parallel)" in out for out in printed)
+    assert any("published (" in out and "of this bound" in out for out in printed)

@@ -285,7 +285,7 @@ def kv_table(target="H100-SXM", dtype="fp8", kv_bytes_per_element=2, share: dict
     hw = systems.system_or_chip(target, param="target")
     chip = hw.chip if isinstance(hw, systems.System) else hw
     chips = hw.count if isinstance(hw, systems.System) else 1
-    variants = [(name, m) for name, m in models.catalog_models().items()]
+    variants = [(name, m) for name, m in models.catalog_models().items() if m.checkpoint_of is None]
     for name, g in (share or {}).items():
         base = models.get(name)
         variants.append((f"{base.name} with KV shared by {positive_int('share', g)} layers", replace(base, kv_share=g)))

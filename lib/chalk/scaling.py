@@ -363,7 +363,7 @@ def catalog_overtraining(fit: str = "hoffmann") -> list[Overtraining]:
     get_fit(fit)
     rows = []
     for m in models.catalog_models().values():
-        if m.training_tokens is None:
+        if m.training_tokens is None or m.checkpoint_of is not None:  # a checkpoint is its base's run
             continue
         n, d = m.active_params, m.training_tokens
         rows.append(Overtraining(m.name, n, m.total_params, d, d / n, overtraining_ratio(n, d),

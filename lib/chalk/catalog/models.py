@@ -159,6 +159,9 @@ class Model:
     """The longest context the publisher supports, in tokens."""
     max_context_source: str = ""
     checkpoint: dict | None = None
+    checkpoint_of: str | None = None
+    """The catalog model whose published checkpoint this entry is (same shape, its own formats):
+    tables of architectures list the base only."""
     """A published checkpoint's number format per tensor group (``CHECKPOINT_GROUPS``), when its
     tensors are not all in one format; ``None`` when every weight is served in the one ``dtype``."""
 
@@ -456,7 +459,7 @@ def _build(name: str, e: dict) -> Model:
         kv_share=e.get("kv_share", 1), ssm=e.get("ssm"),
         relative_positions=e.get("relative_positions", False),
         max_context=e.get("max_context"), max_context_source=e.get("max_context_source", e["source"]),
-        checkpoint=e.get("checkpoint"),
+        checkpoint=e.get("checkpoint"), checkpoint_of=e.get("base"),
     )
 
 
@@ -486,7 +489,7 @@ def _with_base(name: str, e: dict, table: dict) -> dict:
     base = table.get(e["base"])
     if base is None or "base" in base:
         raise ChalkError(f"models.toml [{name}]: base must name a model entry without a base, got {e['base']!r}")
-    return {k: v for k, v in base.items() if k not in _OWN} | {k: v for k, v in e.items() if k != "base"}
+    return {k: v for k, v in base.items() if k not in _OWN} | e
 
 
 def get(name: str) -> Model:

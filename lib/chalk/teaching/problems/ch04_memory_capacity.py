@@ -3,42 +3,50 @@
 Each exercise's id is the variable the student assigns. Expected values and typical wrong answers
 are computed from ``chalk.memory`` and the catalog when a check runs; the constants below are the
 scenario inputs the problem set states. The scenarios differ from the chapter's (other models,
-systems, formats, batches and contexts), so no answer is printed there.
+systems, formats, batches and contexts), so no answer is printed there. Five items ask for a
+judgement first (which assumption breaks, which tier or ZeRO stage fits); the tests check each
+verdict with chalk's numbers.
 """
 import math
 
 from ... import memory
 from ...catalog import hardware, memory_data, models, systems, tiers
 from ...roofline import HEADROOM
-from ..exercises import Exercise, Mistake
+from ..exercises import Choice, Exercise, Mistake
 
 GB = 1e9
 
 PER_CHIP = dict(model="mixtral-8x7b", dtype="bf16", expert_parallel=2, stages=4, batch=16, context=16384)
 """``per_chip_gb``: memory per GPU of a busy four-stage pipeline of two GPUs each."""
-CANCEL = dict(model="llama-3-70b", dtype="bf16", expert_parallel=8, stages=8, batch=8, context=65536)
+CANCEL = dict(model="llama-3.1-70b", dtype="bf16", expert_parallel=8, stages=8, batch=8, context=65536)
 """``cache_per_chip_gb``: the cache per GPU of an eight-stage pipeline."""
 CROSS = dict(model="mixtral-8x7b", dtype="fp8", batch=64, context=8192)
 """``crossover_stages``: P* for Mixtral 8x7B served in FP8."""
 CEILING = dict(model="llama-3.1-405b", system="hgx-h200", context=65536)
 """``batch_ceiling``: the largest micro-batch no number of stages lifts (usable HBM, BF16 cache)."""
-FLOOR = dict(model="mixtral-8x7b", system="hgx-h200", dtype="fp8")
-"""``weight_floor_ms``: the weight-read floor of an MoE on one HGX H200."""
-TOKEN = dict(model="llama-3.1-405b", system="gb200-nvl72", dtype="fp8", batch=1024, context=16384, stages=3,
-             latency=1e-3)
-"""``token_ms``: a token's time on three pipelined NVL72 racks, with slow (1 ms) hops."""
+SLOW_HOPS = dict(model="qwen3-235b-a22b", system="hgx-h200", dtype="fp8", batch=64, context=32768, stages=(4, 8),
+                 latency=1e-3)
+"""``slow_hops_cache``: the cache per GPU when a busy pipeline deepens over slow (1 ms) hops."""
+DENSE = dict(model="llama-3.1-70b", dtype="fp8", narrow=("hgx-b200", 8), wide=("gb200-nvl72", 64),
+             allreduce=8e-6, allreduces_per_layer=2)
+"""``dense_collectives``: a dense model's token time when tensor parallelism widens from 8 to 64 GPUs,
+each all-reduce costing at least 8 us whatever the GPUs (stated in the prompt)."""
+TOKEN = dict(model="kimi-k2", system="hgx-h200", dtype="bf16", batch=32, context=16384, stages=3,
+             latency=2e-3, alltoall=50e-6)
+"""``token_ms``: a token's time on an MoE pipelined over three HGX H200s, slow hops (2 ms) and a stated
+all-to-all per MoE layer."""
 PUBLISHED = dict(deployment="llama-3.1-405b-bf16", context=8192)
 """``llama_bf16_batch``: the published two-machine BF16 layout of Llama 3 405B (bare 80 GB per GPU)."""
-ZERO = dict(model="llama-2-13b", recipe="zero-mixed-adam", chips=64, stage=2)
-"""``zero_stage2_gb``: model state per GPU under ZeRO stage 2."""
-TRAIN = dict(model="llama-3.1-405b", chip="GB300", recipe="8bit-adam")
-"""``train_chips``: the fewest GPUs that hold the model state fully sharded."""
-PLOT = dict(model="deepseek-v3", system="hgx-h200", dtype="bf16", batch=256, context=32768)
-"""The chart of ``fits_from_stages``, drawn in the problem set by ``memory_capacity.stages_figure``."""
+ZERO = dict(model="mixtral-8x7b", chip="H200", recipe="zero-mixed-adam", chips=64, stage=2)
+"""``zero_lowest_stage`` and ``zero_fewest_gpus``: which ZeRO stage fits, and on how few GPUs."""
+PLOT = dict(model="kimi-k2", system="hgx-h100", dtype="fp8", batch=64, context=32768)
+"""The chart of ``fits_from_stages``, drawn in the problem set by ``memory_capacity.stages_figure``: every
+bar at least 10% away from the usable-HBM line, so the answer can be read off the chart."""
 LAYOUT = dict(model="jamba-v0.1", dtype="bf16", expert_parallel=8, stages=3, batch=32, context=32768)
 """``fullest_chip_ratio``: the placement's fullest chip over the formula."""
-SPILL = dict(model="llama-3.1-70b", tier="lpddr5x-gb300-nvl72", context=131072)
-"""``lpddr_sequences``: sequences whose BF16 cache can be parked in the LPDDR5X of a GB300 NVL72 rack."""
+PARK = dict(model="llama-3.1-70b", system="hgx-h200", sequences=40, context=65536, within=0.2,
+            tiers=("ddr5-hgx-h200", "3fs-storage-node", "ssd-bm1743"))
+"""``parked_tier``: where idle conversations' caches wait, to be back in HBM within 0.2 s."""
 
 
 def _per_chip(microbatches=None, dtype=PER_CHIP["dtype"], batch=PER_CHIP["batch"]) -> float:
@@ -73,21 +81,17 @@ def _ceiling(headroom=HEADROOM, stages=10**9) -> float:
     return memory.max_batch(c["model"], c["system"], c["context"], "bf16", stages, headroom=headroom)
 
 
-def _floor_ms(params="total", chips=None, dtype=FLOOR["dtype"]) -> float:
-    f = FLOOR
-    sys_ = systems.get(f["system"])
-    mdl = models.get(f["model"])
-    n = mdl.total_params if params == "total" else mdl.active_params
-    count = sys_.count if chips is None else chips
-    return 1e3 * n * hardware.bytes_per_weight(dtype) / (count * sys_.chip.hbm_bandwidth)
-
-
-def _token_ms(hops=None) -> float:
+def _token_ms(stages=TOKEN["stages"], alltoall=TOKEN["alltoall"], every_expert=False) -> float:
+    """One token's time in ms (``memory.token_time``); ``every_expert`` reads all N_tot, the slip of
+    assuming a micro-batch of 32 touches every expert."""
     t = TOKEN
     hop = memory.hop_time(t["model"], t["system"], t["batch"], t["latency"])
-    reads = memory.token_time(t["model"], t["system"], t["batch"], t["context"], 1, 0.0, t["dtype"])
-    n = t["stages"] if hops is None else hops
-    return 1e3 * (reads + n * hop)
+    time = memory.token_time(t["model"], t["system"], t["batch"], t["context"], stages, hop, t["dtype"],
+                             alltoall=alltoall)
+    if every_expert:
+        time += memory.weight_floor(t["model"], t["system"], t["dtype"]) \
+            - memory.weight_floor(t["model"], t["system"], t["dtype"], batch=t["batch"])
+    return 1e3 * time
 
 
 def _published_batch(microbatches=None, headroom=0.0) -> float:
@@ -100,19 +104,34 @@ def _published_batch(microbatches=None, headroom=0.0) -> float:
     return float(math.floor(free / per_sequence))
 
 
-def _zero(stage=ZERO["stage"], optimizer=None) -> float:
-    """Model state per GPU; ``optimizer`` overrides the recipe's optimizer bytes (the slip of 8)."""
+def _zero_usable(headroom=HEADROOM) -> float:
+    return hardware.get(ZERO["chip"]).hbm_capacity * (1 - headroom)
+
+
+def _zero_fits(stage, chips=ZERO["chips"]) -> bool:
     z = ZERO
-    if optimizer is None:
-        return memory.training_state_bytes(z["model"], z["recipe"], z["chips"], stage) / GB
-    r = memory_data.recipe(z["recipe"])
-    return memory.numeric["zero"][stage](models.get(z["model"]).total_params, r.weights, r.gradients, optimizer,
-                                         z["chips"]) / GB
+    return memory.training_state_bytes(z["model"], z["recipe"], chips, stage) <= _zero_usable()
 
 
-def _train_chips(recipe=TRAIN["recipe"], headroom=HEADROOM) -> float:
-    t = TRAIN
-    return float(memory.fewest_chips_to_train(t["model"], t["chip"], recipe, headroom))
+def _lowest_stage() -> int:
+    return next(stage for stage in memory.ZERO_STAGES if _zero_fits(stage))
+
+
+def _zero_fewest(stage=None, headroom=HEADROOM) -> float:
+    """Fewest data-parallel GPUs whose usable HBM holds the model state under ``stage`` (the lowest
+    that fits on the prompt's GPUs by default): a scan over the GPU count."""
+    z, stage = ZERO, _lowest_stage() if stage is None else stage
+    n = 1
+    while memory.training_state_bytes(z["model"], z["recipe"], n, stage) > _zero_usable(headroom):
+        n += 1
+    return float(n)
+
+
+def _zero_fewest_floor() -> float:
+    """The stage-2 bound solved for n and rounded down: the slip of not rounding up."""
+    z, r = ZERO, memory_data.recipe(ZERO["recipe"])
+    n_tot = models.get(z["model"]).total_params
+    return float(math.floor((r.gradients + r.optimizer) * n_tot / (_zero_usable() - r.weights * n_tot)))
 
 
 def _fits_from(ignore_cache=False) -> float:
@@ -146,18 +165,11 @@ def _fullest(stat="max") -> float:
     return float(getattr(chips, stat)() / formula)
 
 
-def _spill(bytes_per_element=2, tib=False) -> float:
-    s = SPILL
-    capacity = tiers.catalog_tiers()[s["tier"]].capacity
-    capacity = capacity / 1e12 * 2**40 if tib else capacity
-    return float(math.floor(capacity / memory.kv_per_sequence(s["model"], s["context"], bytes_per_element)))
-
-
 FORGOT_M = "a busy pipeline keeps m = P micro-batches in flight, each with its own cache: multiply the cache by m."
 
 EXERCISES = (
     Exercise(
-        id="per_chip_gb",
+        id="per_chip_gb", topic="Memory per chip",
         expected=lambda: _per_chip(),
         unit="GB per GPU", rel_tol=0.01,
         hint="c = (N_tot b_w + m B L b_kv) / (E P) with m = P; N_tot counts every expert.",
@@ -168,7 +180,7 @@ EXERCISES = (
                     value=_active_per_chip),
         )),
     Exercise(
-        id="cache_per_chip_gb",
+        id="cache_per_chip_gb", topic="The micro-batches cancel the stages",
         expected=lambda: _cache(),
         unit="GB per GPU", rel_tol=0.01,
         hint="with m = P the stages cancel: the cache per GPU is B L b_kv / E.",
@@ -177,8 +189,27 @@ EXERCISES = (
                     "back.", value=lambda: _cache(stages_in_cache=False)),
             Mistake("the cache is BF16: 2 bytes per key or value element.", value=lambda: _cache(bytes_per_element=1)),
         )),
+    Choice(
+        id="slow_hops_cache", topic="Slow hops cost memory too",
+        options={
+            "a": "It halves: each stage now holds the cache of half as many layers.",
+            "b": "It stays the same: P cancels from the cache per GPU, B L b_kv / E.",
+            "c": "It grows, by less than double: slow hops need more micro-batches in flight than stages.",
+            "d": "It doubles: twice the stages keep twice the micro-batches in flight, each with its cache.",
+        },
+        answer="c",
+        feedback={
+            "a": "that holds if the micro-batches in flight stayed fixed; a busy pipeline keeps at least P of "
+                 "them, each with its cache for the stage's layers.",
+            "b": "P cancels only while a hop is short against a stage's share of the reads, t_hop << T_read / P. "
+                 "Here a stage's share is a few milliseconds and shrinks as P grows, against 1 ms hops.",
+            "d": "only the hops' part grows with P: m / P = 1 + P t_hop / T_read, so the cache per GPU grows by "
+                 "(1 + 8 t_hop / T_read) / (1 + 4 t_hop / T_read), less than 2.",
+        },
+        hint="a busy pipeline needs m = P (1 + P t_hop / T_read) micro-batches (memory.busy_microbatches); the "
+             "cache per GPU is m B L b_kv / (E P) (memory.per_chip_parts with that m)."),
     Exercise(
-        id="crossover_stages",
+        id="crossover_stages", topic="Where the cache overtakes the weights",
         expected=lambda: _cross(),
         unit="stages (a real number)", rel_tol=0.01,
         hint="P* = N_tot b_w / (B L b_kv): solve weights/(E P) = B L b_kv / E for P.",
@@ -189,7 +220,7 @@ EXERCISES = (
                     value=lambda: 1 / _cross()),
         )),
     Exercise(
-        id="batch_ceiling",
+        id="batch_ceiling", topic="The ceiling no busy pipeline lifts",
         expected=lambda: _ceiling(),
         unit="sequences", exact=True, rel_tol=0.01,
         hint="as P grows the weights per GPU vanish: B_max -> C E / (L b_kv), with C the usable HBM (90%).",
@@ -199,31 +230,17 @@ EXERCISES = (
                     "many stages.", value=lambda: _ceiling(stages=1)),
         )),
     Exercise(
-        id="weight_floor_ms",
-        expected=lambda: _floor_ms(),
-        unit="ms", rel_tol=0.01,
-        hint="N_tot b_w / (S W_chip): every weight read once, all S GPUs reading in parallel.",
+        id="fits_from_stages", topic="Reading the board",
+        expected=lambda: _fits_from(),
+        unit="stages (one of the chart's)", exact=True, rel_tol=0.005,
+        hint="read the first bar whose top, weights and cache together, is under the dashed line.",
         mistakes=(
-            Mistake("that is what one token reads, its active experts; reading the weights once, as a batch that "
-                    "touches every expert does, means all of them: N_tot.",
-                    value=lambda: _floor_ms(params="active")),
-            Mistake("all the GPUs of the domain read at once: divide by S.", value=lambda: _floor_ms(chips=1)),
-            Mistake("the weights are FP8, 1 byte each.", value=lambda: _floor_ms(dtype="bf16")),
+            Mistake("the cache sits on top of the weights: the whole bar must be under the line.",
+                    value=lambda: _fits_from(ignore_cache=True)),
+            Mistake("that is where the cache overtakes the weights, not where the bar fits.", value=_crossover_read),
         )),
     Exercise(
-        id="token_ms",
-        expected=lambda: _token_ms(),
-        unit="ms", rel_tol=0.01,
-        hint="memory.token_time(...) with hop = memory.hop_time(...): the reads of one whole model and one "
-             "micro-batch's cache over one rack, plus one hop per stage.",
-        mistakes=(
-            Mistake("decode loops back to the first stage: P hops per token, not P - 1.",
-                    value=lambda: _token_ms(hops=TOKEN["stages"] - 1)),
-            Mistake("the hops add to the reads: pipelining keeps the reads and adds P hops.",
-                    value=lambda: _token_ms(hops=0)),
-        )),
-    Exercise(
-        id="llama_bf16_batch",
+        id="llama_bf16_batch", topic="A published layout",
         expected=lambda: _published_batch(),
         unit="sequences", exact=True, rel_tol=0.02,
         hint="16 GPUs: tensor parallel 8 in each machine, 2 pipeline stages. Per GPU the weights take "
@@ -234,39 +251,45 @@ EXERCISES = (
             Mistake("the question takes the bare 80 GB, as the paper's statement does: no headroom.",
                     value=lambda: _published_batch(headroom=HEADROOM)),
         )),
+    Choice(
+        id="dense_collectives", topic="Capacity is not bandwidth: a dense model's collectives",
+        options={
+            "a": "About 8 times faster: the reads fall as 1/E, and nothing else in a token's time depends on E.",
+            "b": "Less than twice as fast: the all-reduces cost the same on either layout, and on 64 GPUs they "
+                 "take longer than the read.",
+            "c": "Slower: an all-reduce over 64 GPUs costs 8 times one over 8.",
+            "d": "No faster: in decode every GPU must read the whole model whatever the tensor-parallel width.",
+        },
+        answer="b",
+        feedback={
+            "a": "that holds only for a layout without collectives, such as experts that need none beyond their "
+                 "all-to-all. Tensor parallelism all-reduces twice per layer, and that latency does not fall "
+                 "with E.",
+            "c": "that would hold if an all-reduce's cost grew with the GPUs; the prompt gives it a floor that "
+                 "does not, and the bytes each GPU sends in a ring, 2 (n-1)/n of the activations, barely grow.",
+            "d": "tensor parallelism splits every matrix: each GPU reads 1/E of the weights, so the read does "
+                 "fall 8-fold.",
+        },
+        hint="a token's time is at least the read floor (memory.weight_floor with expert_parallel = E) plus "
+             "2 all-reduces per layer at their stated cost; compare the two layouts' sums."),
     Exercise(
-        id="zero_stage2_gb",
-        expected=lambda: _zero(),
-        unit="GB per GPU", rel_tol=0.01,
-        hint="stage 2 keeps each GPU's weights (2 bytes) and shards the gradients (2) and optimizer state (12).",
+        id="token_ms", topic="Capacity is not bandwidth: a token's time",
+        expected=lambda: _token_ms(),
+        unit="ms", rel_tol=0.01,
+        hint="memory.token_time(..., stages, hop, dtype, alltoall=...) with hop = memory.hop_time(...): the "
+             "weights the micro-batch touches and its cache read once over a board, one hop per stage and "
+             "one all-to-all per MoE layer.",
         mistakes=(
-            Mistake("that is stage 1, which shards only the optimizer state.", value=lambda: _zero(stage=1)),
-            Mistake("that is stage 3, which also shards the weights.", value=lambda: _zero(stage=3)),
-            Mistake("Adam's state includes the FP32 master copy: 12 bytes per parameter, not 8.",
-                    value=lambda: _zero(optimizer=8)),
+            Mistake("decode loops back to the first stage: P hops per token, not P - 1.",
+                    value=lambda: _token_ms(stages=TOKEN["stages"] - 1)),
+            Mistake("each of the model's MoE layers adds its all-to-all to the token's time.",
+                    value=lambda: _token_ms(alltoall=0.0)),
+            Mistake("32 sequences choosing 8 of 384 experts each leave many experts untouched: read the "
+                    "experts the micro-batch touches (memory.read_time counts them), not every one.",
+                    value=lambda: _token_ms(every_expert=True)),
         )),
     Exercise(
-        id="train_chips",
-        expected=lambda: _train_chips(),
-        unit="GPUs", exact=True, rel_tol=0.005,
-        hint="bytes per parameter of the recipe x N_tot, over each GPU's usable HBM, rounded up.",
-        mistakes=(
-            Mistake("8-bit Adam keeps 12 bytes per parameter, not mixed-precision Adam's 16.",
-                    value=lambda: _train_chips(recipe="zero-mixed-adam")),
-            Mistake("keep 10% of HBM free, as the course's fit checks do.", value=lambda: _train_chips(headroom=0)),
-        )),
-    Exercise(
-        id="fits_from_stages",
-        expected=lambda: _fits_from(),
-        unit="stages (one of the chart's)", exact=True, rel_tol=0.005,
-        hint="read the first bar whose top, weights and cache together, is under the dashed line.",
-        mistakes=(
-            Mistake("the cache sits on top of the weights: the whole bar must be under the line.",
-                    value=lambda: _fits_from(ignore_cache=True)),
-            Mistake("that is where the cache overtakes the weights, not where the bar fits.", value=_crossover_read),
-        )),
-    Exercise(
-        id="fullest_chip_ratio",
+        id="fullest_chip_ratio", topic="Placing every byte",
         expected=lambda: _fullest(),
         unit="ratio (fullest GPU / formula)", rel_tol=0.001,
         hint="memory.layout_bytes(...).max() over memory.per_chip(...) with the same arguments.",
@@ -275,14 +298,56 @@ EXERCISES = (
                     value=lambda: _fullest("mean")),
             Mistake("that is the emptiest GPU.", value=lambda: _fullest("min")),
         )),
+    Choice(
+        id="parked_tier", topic="Parking the cache in slower tiers",
+        options={
+            "a": "In HBM, beside the weights: they fit.",
+            "b": "In the server's host DDR5.",
+            "c": "On one 3FS storage node's flash.",
+            "d": "On an enterprise QLC SSD.",
+        },
+        answer="b",
+        feedback={
+            "a": "they would fit, just: 40 caches take nearly all the usable HBM the weights leave, so the "
+                 "sequences being decoded would have no room. Parking is for the idle ones.",
+            "c": "it holds them, but at the node's bandwidth one cache takes longer than the 0.2 s allowed to "
+                 "come back.",
+            "d": "it holds them, but at the drive's bandwidth one cache takes seconds to come back.",
+        },
+        hint="two tests for each tier (tiers.catalog_tiers()): do the 40 caches fit its capacity, and does one "
+             "cache come back within 0.2 s at its bandwidth?"),
+    Choice(
+        id="zero_lowest_stage", topic="ZeRO: which stage fits",
+        options={
+            "a": "Stage 0, plain data parallelism.",
+            "b": "Stage 1.",
+            "c": "Stage 2.",
+            "d": "Stage 3.",
+            "e": "None: the model state is more than 64 such GPUs hold.",
+        },
+        answer="c",
+        feedback={
+            "a": "plain data parallelism keeps all 16 bytes per parameter on every GPU: several times its HBM.",
+            "b": "stage 1 shards only the optimizer state; the 4 bytes per parameter of weights and gradients "
+                 "left on every GPU already exceed its usable HBM (every expert counts).",
+            "d": "stage 3 fits too, but it is not the lowest: it also gathers every layer's weights at each "
+                 "use, traffic that stage 2 avoids.",
+            "e": "64 GPUs hold the whole state many times over once it is sharded; the question is how much "
+                 "stays on every GPU.",
+        },
+        hint="per GPU: stage 1 keeps (b_w + b_g) N + b_opt N / n, stage 2 b_w N + (b_g + b_opt) N / n, stage 3 "
+             "all of it over n (memory.training_state_bytes); N counts every expert."),
     Exercise(
-        id="lpddr_sequences",
-        expected=lambda: _spill(),
-        unit="sequences", exact=True, rel_tol=0.01,
-        hint="the tier's capacity over one sequence's cache, memory.kv_per_sequence(model, context): caches "
-             "parked there, to be swapped back into HBM before they decode.",
+        id="zero_fewest_gpus", topic="ZeRO: fewest GPUs at a stage", judgement=True, exact=True,
+        expected=lambda: _zero_fewest(),
+        unit="GPUs (a whole number)", rel_tol=0.01,
+        hint="at the stage you chose, scan n: memory.training_state_bytes(model, recipe, n, stage) against "
+             "a GPU's usable HBM; stage 2 keeps the weights whole on every GPU, so n has a floor.",
         mistakes=(
-            Mistake("the cache is BF16: 2 bytes per element.", value=lambda: _spill(bytes_per_element=1)),
-            Mistake("the catalog's TB are 10^12 bytes, not 2^40.", value=lambda: _spill(tib=True)),
+            Mistake("that is stage 3, which also shards the weights; the question asks at the stage you chose.",
+                    value=lambda: _zero_fewest(stage=3)),
+            Mistake("keep 10% of HBM free, as the course's fit checks do.", value=lambda: _zero_fewest(headroom=0)),
+            Mistake("a GPU short of the bound does not hold the state: round n up, not down.",
+                    value=_zero_fewest_floor),
         )),
 )
