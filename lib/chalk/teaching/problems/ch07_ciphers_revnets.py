@@ -215,8 +215,8 @@ EXERCISES = (
         },
         answer="b",
         feedback={
-            "a": "that is the regime at gain 1/2 or below for this depth; each layer here multiplies a "
-                 "perturbation by 1 + J with J of size about the gain, and at gain 3 that compounds over 24 layers.",
+            "a": "that is the regime at gain 1/2 or below for this depth; each layer multiplies a small change "
+                 "by I + J, with J growing with the gain, and at gain 3 that product compounds over 24 layers.",
             "c": "the identity path of a residual layer passes the change on unshrunk, and the branch adds to "
                  "it: contraction needs a plain (non-residual) network at small gain.",
             "d": "the factor spreads over orders of magnitude from seed to seed, but its smallest value over "
