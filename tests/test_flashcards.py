@@ -8,7 +8,9 @@ import pytest
 
 from chalk.teaching import chapters, corrections, flashcards
 from chalk.errors import ChalkError
-from chalk.teaching.flashcards import DeckError, FIGURES, VALUES, deck_html, load_deck, load_decks, render_figure
+from chalk.teaching.flashcards import (DeckError, FIGURES, MAX_BACK_WORDS, MIN_CARDS, VALUES, Card, Deck, audit,
+                                      chapter_sections, deck_html, load_deck, load_decks, render_figure,
+                                      section_anchor, similarity, word_count)
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -68,6 +70,7 @@ GOOD_CARD = """
     front: "What is $B$?"
     back: "Sequences per step."
     tags: [definition]
+    section: the-balance-batch
 """
 
 
@@ -88,12 +91,25 @@ def write_deck(folder, name, cards, chapter=None):
      "card 'extra': unknown field(s) colour"),
     ('  - id: Bad-Id\n    front: "Q"\n    back: "A"\n    tags: [x]\n', "card #1: 'id' must be snake_case"),
     ('  - just text\n', "card #1: must be a mapping"),
+    ('  - id: nowhere\n    front: "Q"\n    back: "A"\n    tags: [x]\n', "card 'nowhere': 'section' must be non-empty text"),
 ])
 def test_errors_name_file_and_card(tmp_path, card, message):
     path = write_deck(tmp_path, "09_test", card)
     with pytest.raises(DeckError) as err:
         load_deck(path)
     assert str(path) in str(err.value) and message in str(err.value)
+
+
+def test_a_section_that_is_no_heading_of_the_chapter_is_refused(tmp_path):
+    # A real chapter's deck (its notebook exists), one card pointing at a heading it does not have.
+    card = '  - id: lost\n    front: "Q"\n    back: "A"\n    tags: [x]\n    section: the-balance-btach\n'
+    path = write_deck(tmp_path, "01_batching", card)
+    with pytest.raises(DeckError) as err:
+        load_deck(path)
+    assert "card 'lost': section 'the-balance-btach' is no heading of 01_batching.ipynb" in str(err.value)
+    assert "the-balance-batch" in str(err.value)  # the valid anchors are listed
+    good = load_deck(write_deck(tmp_path, "01_batching", GOOD_CARD.format(id="found")))
+    assert good.cards[0].section_title == "The balance batch"
 
 
 def test_deck_level_errors(tmp_path):
@@ -121,6 +137,94 @@ def test_duplicate_ids_across_decks_name_both_files(tmp_path):
 
 def test_deck_error_is_a_chalk_error():
     assert issubclass(DeckError, ChalkError)
+
+
+# --- sections and house rules ------------------------------------------------------------------
+def test_section_anchor_is_the_id_the_site_gives_a_heading():
+    # Ids as Sphinx writes them for MyST headings (checked on a built page): math keeps its
+    # letters, leading numbers go, punctuation runs become one hyphen.
+    assert section_anchor(r"$B^\star$ is per replica; per GPU it depends on the layout") == \
+        "b-star-is-per-replica-per-gpu-it-depends-on-the-layout"
+    assert section_anchor("1. How batch size sets token cost and speed") == "how-batch-size-sets-token-cost-and-speed"
+    assert section_anchor('"Pipelining is not wise"') == "pipelining-is-not-wise"
+    assert section_anchor("Mixing: a cipher's avalanche") == "mixing-a-cipher-s-avalanche"
+    assert section_anchor("See [the notes](notes.md)") == "see-the-notes"
+
+
+def test_section_anchor_agrees_with_docutils_on_every_chapter_heading():
+    from docutils.nodes import make_id
+    for chapter in chapters.chapters():
+        if chapter.written:
+            for anchor, heading in chapter_sections(chapter.notebook).items():
+                assert anchor == make_id(heading.replace("$", "")), (chapter.name, heading)
+
+
+def test_every_card_names_a_heading_of_its_chapter(decks):
+    for card in (c for d in decks for c in d.cards):
+        sections = chapter_sections(chapters.Chapter(card.chapter).notebook)
+        assert card.section in sections, f"{card.id}: {card.section!r} is no heading of {card.chapter}"
+        assert card.section_title == sections[card.section]
+        assert card.section_url == f"../notebooks/{card.chapter}.html#{card.section}"
+
+
+def test_word_count_counts_a_formula_as_one_word():
+    assert word_count("The ratio $r\\,b_w/2$ is about 295.") == 6
+    assert word_count("$$B^\\star = r\\,\\frac{b_w}{2}\\,s$$ and $s$ — per replica") == 5
+    assert word_count("**Data**: the batch (full replicas).") == 5
+
+
+@pytest.mark.parametrize("deck", load_decks(), ids=lambda d: d.chapter)
+def test_course_decks_keep_the_house_rules(deck):
+    # At least 18 cards, backs of at most 50 words, a section each, no two cards saying the same.
+    assert audit(deck) == []
+
+
+# Words that share nothing, so synthetic cards built from them are not near-duplicates by accident.
+_VOCABULARY = ("amber basalt cobalt dune ember fjord glacier heath island juniper kelp lagoon meadow nectar "
+               "oasis prairie quartz reef savanna tundra umber valley willow xylem yarrow zephyr alder birch "
+               "cedar delta estuary fern grove hollow inlet jasper knoll larch marsh nettle orchid pebble quill "
+               "ridge sorrel thicket").split()
+
+
+def synthetic_deck(changes=None, n=MIN_CARDS):
+    """``n`` cards that keep every rule; ``changes`` maps a card index to fields to replace."""
+    cards = []
+    for i in range(n):
+        words = _VOCABULARY[i::n][:3] or [f"w{i}"]
+        fields = dict(id=f"card_{i}", front=f"What links {' '.join(words)}?", back=f"{' '.join(reversed(words))} only.",
+                      tags=("definition",), chapter="09_test", section="some-heading", section_title="Some heading")
+        fields.update((changes or {}).get(i, {}))
+        cards.append(Card(**fields))
+    return Deck("09_test", "Test", tuple(cards), flashcards.DECK_DIR / "09_test.yml")
+
+
+def test_audit_passes_a_good_deck_and_names_each_bad_card():
+    assert audit(synthetic_deck()) == []
+    at_limit = " ".join(["word"] * (MAX_BACK_WORDS - 2)) + " $a + b = c$ $$x^2$$"
+    assert audit(synthetic_deck({0: dict(back=at_limit)})) == []
+    too_long = " ".join(["word"] * MAX_BACK_WORDS) + " $x$"
+    assert audit(synthetic_deck({0: dict(back=too_long)})) == [f"card_0: back of {MAX_BACK_WORDS + 1} words, more than 50"]
+    assert audit(synthetic_deck({3: dict(section="")})) == ["card_3: names no section of its chapter"]
+    assert audit(synthetic_deck(n=MIN_CARDS - 1)) == [f"09_test: {MIN_CARDS - 1} cards, fewer than 18"]
+
+
+def test_audit_finds_cards_that_repeat_each_other():
+    front = "Is a decode step of about twenty milliseconds the fastest a model can be served?"
+    reworded = "Is a decode step of twenty milliseconds the fastest that a model can be served?"
+    problems = audit(synthetic_deck({2: dict(front=front), 5: dict(front=reworded)}))
+    assert len(problems) == 1 and problems[0].startswith("card_2 and card_5: fronts nearly the same")
+    back = "Capacity over bandwidth: the time to read all of HBM once, about 24 ms on an H100."
+    problems = audit(synthetic_deck({1: dict(back=back), 7: dict(back=back.replace("24", "23"))}))
+    assert len(problems) == 1 and problems[0].startswith("card_1 and card_7: backs nearly the same")
+
+
+def test_similarity_of_faces():
+    assert similarity("one two three", "one two three") == 1
+    assert similarity("one two three", "four five six") == 0
+    # formulas' symbols count, so two different formulas with the same words are not a repeat
+    feistel = r"$(L, R) \mapsto (R,\ L \oplus F(R, k))$; inverse: $(L', R') \mapsto (R' \oplus F(L', k),\ L')$."
+    revnet = r"$y_1 = x_1 + F(x_2)$, $y_2 = x_2 + G(y_1)$; inverse: $x_2 = y_2 - G(y_1)$, $x_1 = y_1 - F(x_2)$."
+    assert similarity(feistel, revnet) < 0.6
 
 
 # --- figures and HTML -------------------------------------------------------------------------
@@ -154,6 +258,11 @@ def test_deck_html_has_one_card_per_card(decks):
         assert f'<option value="{deck.chapter}">' in page
         assert page.count(f'data-chapter="{deck.chapter}"') == 1
     assert page.count("data:image/png;base64,") == sum(1 for d in decks for c in d.cards if c.figure)
+    # each card links to its section, beside the card (not inside its role="button")
+    assert page.count('<p class="chalk-read">Read: <a href="../notebooks/') == n_cards
+    card = next(c for d in decks for c in d.cards if c.id == "balance_batch_formula")
+    assert ('<p class="chalk-read">Read: <a href="../notebooks/01_batching.html#the-balance-batch">'
+            'Chapter 1, The balance batch</a></p>') in page
     assert "<script>" in page and "mathjax_process" in page
 
 
@@ -178,6 +287,8 @@ def test_cards_flip_and_filter_in_a_browser(decks, tmp_path):
         assert not back.is_visible()
         card.click()
         assert "flipped" in card.get_attribute("class") and back.is_visible()
+        read = card.locator("xpath=..").locator(".chalk-read a")
+        assert read.is_visible() and read.get_attribute("href").startswith("../notebooks/")
         card.press("Enter")
         assert "flipped" not in card.get_attribute("class")
         page.select_option(".chalk-filter", decks[0].chapter)

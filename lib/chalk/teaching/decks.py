@@ -7,6 +7,10 @@ updates the cards already in a student's Anki rather than adding copies. Package
 reproducible: genanki's timestamps are pinned and its zip is rewritten with fixed entry dates, so
 the same sources give the same bytes. Card faces are the flashcards page's HTML, math in
 ``\\(...\\)`` as Anki's MathJax expects; figures travel inside the package as media files.
+
+Each back ends with a link to the chapter section that explains the card. Anki has no site of its
+own, so the link is absolute: ``--site`` (or ``CHALK_SITE``) gives the site's address, else it
+points at this checkout's built site, ``_build/html``.
 """
 import argparse
 import hashlib
@@ -20,7 +24,8 @@ import genanki
 
 from .package import ZIP_TIME
 from ..errors import ChalkError
-from .flashcards import DECK_DIR, Card, Deck, card_html, load_decks, render_figure
+from .chapters import ROOT
+from .flashcards import DECK_DIR, Card, Deck, card_html, load_decks, render_figure, section_html
 
 COURSE = "Chalk"
 _PACKAGE = Path(__file__).resolve().parents[1]
@@ -41,23 +46,38 @@ MODEL = genanki.Model(
     css=_CSS)
 
 
+def default_site() -> str:
+    """The site the cards link to: ``CHALK_SITE`` if set, else this checkout's ``_build/html``."""
+    return os.environ.get("CHALK_SITE") or (ROOT / "_build" / "html").as_uri()
+
+
+def section_link(card: Card, site: str) -> str:
+    """The card's section on the site at ``site``, as an absolute address."""
+    return f"{site.rstrip('/')}/notebooks/{card.chapter}.html" + (f"#{card.section}" if card.section else "")
+
+
+def back_html(card: Card, site: str) -> str:
+    """A card's back as Anki and the TSV show it: the answer, then the link to its section."""
+    return card_html(card.back) + section_html(card, section_link(card, site))
+
+
 def media_name(figure: str) -> str:
     """The file name of a figure in Anki's media folder, which all decks share: hence the prefix."""
     return f"chalk_{figure}.png"
 
 
-def note(card: Card) -> genanki.Note:
-    back = card_html(card.back)
+def note(card: Card, site: str | None = None) -> genanki.Note:
+    back = back_html(card, site or default_site())
     if card.figure:
         back += f'<img src="{media_name(card.figure)}">'
     return genanki.Note(model=MODEL, fields=[card_html(card.front), back], guid=genanki.guid_for(COURSE, card.id),
                         tags=[t.replace(" ", "_") for t in (*card.tags, card.chapter)])
 
 
-def anki_deck(deck: Deck) -> genanki.Deck:
+def anki_deck(deck: Deck, site: str) -> genanki.Deck:
     out = genanki.Deck(stable_id(COURSE, "deck", deck.chapter), f"{COURSE}::{deck.title}")
     for card in deck.cards:
-        out.add_note(note(card))
+        out.add_note(note(card, site))
     return out
 
 
@@ -74,7 +94,7 @@ def source_time(decks) -> int:
     return int(max(p.stat().st_mtime for p in sources))
 
 
-def write_package(decks, dest: Path, timestamp: int) -> Path:
+def write_package(decks, dest: Path, timestamp: int, site: str) -> Path:
     """One ``.apkg`` holding ``decks`` and their figures, byte-for-byte reproducible."""
     figures = sorted({c.figure for d in decks for c in d.cards if c.figure})
     with tempfile.TemporaryDirectory() as tmp:
@@ -84,7 +104,7 @@ def write_package(decks, dest: Path, timestamp: int) -> Path:
             path.write_bytes(render_figure(figure))
             media.append(str(path))
         raw = Path(tmp) / "raw.apkg"
-        genanki.Package([anki_deck(d) for d in decks], media_files=media).write_to_file(raw, timestamp=timestamp)
+        genanki.Package([anki_deck(d, site) for d in decks], media_files=media).write_to_file(raw, timestamp=timestamp)
         # genanki dates its zip entries from the temporary files; rewrite them with a fixed date
         with zipfile.ZipFile(raw) as src, zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as out:
             for info in src.infolist():
@@ -98,35 +118,39 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def write_tsv(decks, dest: Path) -> Path:
+def write_tsv(decks, dest: Path, site: str) -> Path:
     """Front and back, one card per line, tab between, each face the HTML of the Anki packages
     (bold as ``<strong>``, math in ``\\(...\\)``): what Anki's text import reads with HTML allowed."""
     lines = []
     for deck in decks:
         for card in deck.cards:
-            back = card_html(card.back) + (f"<p>[figure: {card.figure}, in the Anki packages]</p>" if card.figure else "")
+            back = back_html(card, site) + (f"<p>[figure: {card.figure}, in the Anki packages]</p>" if card.figure else "")
             lines.append(f"{_one_line(card_html(card.front))}\t{_one_line(back)}\n")
     dest.write_text("".join(lines), encoding="utf-8")
     return dest
 
 
-def build(out: Path, deck_dir: Path = DECK_DIR) -> list[Path]:
-    """Every chapter's package, the course package and the TSV, written to ``out``."""
+def build(out: Path, deck_dir: Path = DECK_DIR, site: str | None = None) -> list[Path]:
+    """Every chapter's package, the course package and the TSV, written to ``out``; the cards link
+    to their sections on the site at ``site`` (``default_site()`` when None)."""
     decks = load_decks(deck_dir)
+    site = site or default_site()
     out.mkdir(parents=True, exist_ok=True)
     stamp = source_time(decks)
-    written = [write_package([d], out / f"chalk_{d.chapter}.apkg", stamp) for d in decks]
-    written.append(write_package(decks, out / "chalk.apkg", stamp))
-    written.append(write_tsv(decks, out / "chalk_cards.tsv"))
+    written = [write_package([d], out / f"chalk_{d.chapter}.apkg", stamp, site) for d in decks]
+    written.append(write_package(decks, out / "chalk.apkg", stamp, site))
+    written.append(write_tsv(decks, out / "chalk_cards.tsv", site))
     return written
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Export the flashcards as Anki packages and a TSV.")
     parser.add_argument("--out", type=Path, default=Path("_build/decks"), help="folder for the files")
+    parser.add_argument("--site", help="the course site's address, for the links to each card's section "
+                        "(default: $CHALK_SITE, else this checkout's _build/html)")
     args = parser.parse_args(argv)
     try:
-        for path in build(args.out):
+        for path in build(args.out, site=args.site):
             print(f"{path} ({path.stat().st_size:,} bytes)")
     except (ChalkError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)

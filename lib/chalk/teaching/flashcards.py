@@ -10,23 +10,33 @@ A deck is ``exercises/flashcards/<chapter>.yml``::
         front: "What is the balance batch $B^\\star$?"
         back: "... about {{ balance_v3_h100 }} for DeepSeek-V3 on an H100 ..."
         tags: [formula]
+        section: the-balance-batch   # the chapter notebook's heading that explains it
         figure: graph_a          # optional, a name in FIGURES
 
 A derived number is never typed into a card: ``{{ name }}`` is replaced by ``VALUES[name]()``,
 computed from the catalog. Each chapter's values and figures live in its module
 ``chalk.teaching.cards.chNN_name``; ``VALUES`` and ``FIGURES`` gather every chapter's. ``render_figure(name)`` returns a card's figure as PNG bytes, so the
 same figure can go into the page and into other deck formats.
+
+``section`` is the anchor of a heading of the chapter notebook, as the site writes it
+(``section_anchor``), so the page and the Anki decks link each card to the reasoning behind it.
+``audit`` lists what breaks the cards' house rules: a back over ``MAX_BACK_WORDS`` words, a chapter
+with fewer than ``MIN_CARDS`` cards, two cards of a deck that say nearly the same thing.
 """
 import base64
 import html
 import importlib
 import io
+import itertools
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from functools import cache
 from pathlib import Path
 
+import nbformat
 import yaml
 from markdown_it import MarkdownIt
 from mdit_py_plugins.dollarmath import dollarmath_plugin
@@ -34,7 +44,7 @@ from mdit_py_plugins.dollarmath import dollarmath_plugin
 from ..errors import ChalkError, lookup
 from ..figures.canvas import alt_text
 from . import cards
-from .chapters import ROOT, chapter_modules
+from .chapters import ROOT, Chapter, chapter_modules
 
 DECK_DIR = ROOT / "exercises" / "flashcards"
 """Where the course keeps its decks."""
@@ -111,6 +121,15 @@ class Card:
     tags: tuple[str, ...]
     chapter: str
     figure: str | None = None
+    section: str = ""
+    """The anchor of the chapter notebook's heading that explains the card."""
+    section_title: str = ""
+    """That heading's text (Markdown, may hold $...$ math)."""
+
+    @property
+    def section_url(self) -> str:
+        """The section's address on the site, from a page one folder deep (the flashcards page)."""
+        return Chapter(self.chapter).url("chapter", self.section)
 
 
 @dataclass(frozen=True)
@@ -122,7 +141,50 @@ class Deck:
 
 
 _ID = re.compile(r"^[a-z][a-z0-9_]*$")
-_CARD_KEYS = {"id", "front", "back", "tags", "figure"}
+_CARD_KEYS = {"id", "front", "back", "tags", "figure", "section"}
+
+
+# --- sections ---------------------------------------------------------------------------------
+def section_anchor(heading: str) -> str:
+    """The id the site gives a section headed ``heading`` (Markdown): docutils' ``make_id`` of its
+    text, i.e. lower-case ASCII, every run of other characters one hyphen, no leading digits."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link keeps its words
+    text = unicodedata.normalize("NFKD", text.lower()).encode("ascii", "ignore").decode("ascii")
+    return re.sub(r"^[-0-9]+|-+$", "", re.sub(r"[^a-z0-9]+", "-", text))
+
+
+_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+@cache
+def chapter_sections(notebook: Path) -> dict[str, str]:
+    """``{anchor: heading}`` of a notebook's Markdown headings, in order. A heading that repeats an
+    earlier one's anchor gets a numbered id on the site, so only the first is listed."""
+    sections: dict[str, str] = {}
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        if cell.cell_type != "markdown":
+            continue
+        fenced = False
+        for line in cell.source.splitlines():
+            if _FENCE.match(line):
+                fenced = not fenced
+            elif not fenced and (m := _HEADING.match(line)):
+                sections.setdefault(section_anchor(m.group(1)), m.group(1))
+    return sections
+
+
+def _section(where: str, entry: dict, chapter: str) -> tuple[str, str]:
+    """(anchor, heading) of the card's section, checked against its chapter notebook if written."""
+    anchor = _text(where, entry, "section")
+    notebook = Chapter(chapter).notebook
+    if not notebook.is_file():
+        return anchor, ""
+    sections = chapter_sections(notebook)
+    if anchor not in sections:
+        raise DeckError(f"{where}: section {anchor!r} is no heading of {notebook.name}; its headings' "
+                        f"anchors: {', '.join(sections)}")
+    return anchor, sections[anchor]
 
 
 def _text(where: str, entry: dict, key: str) -> str:
@@ -148,9 +210,10 @@ def _card(where: str, i: int, entry, chapter: str) -> Card:
     figure = entry.get("figure")
     if figure is not None and figure not in FIGURES:
         raise DeckError(f"{where}: unknown figure {figure!r}; known figures: {', '.join(sorted(FIGURES))}")
-    return Card(id=card_id, front=fill(_text(where, entry, "front"), where),
-                back=fill(_text(where, entry, "back"), where), tags=tuple(tags),
-                chapter=chapter, figure=figure)
+    front, back = fill(_text(where, entry, "front"), where), fill(_text(where, entry, "back"), where)
+    section, section_title = _section(where, entry, chapter)
+    return Card(id=card_id, front=front, back=back, tags=tuple(tags), chapter=chapter, figure=figure,
+                section=section, section_title=section_title)
 
 
 def load_deck(path) -> Deck:
@@ -188,6 +251,44 @@ def load_decks(directory=DECK_DIR) -> tuple[Deck, ...]:
     return decks
 
 
+# --- house rules ----------------------------------------------------------------------------
+MAX_BACK_WORDS = 50
+"""A back says one thing: at most this many words, each formula counted as one."""
+MIN_CARDS = 18
+"""Cards per chapter deck, at least."""
+NEAR_DUPLICATE = 0.6
+"""Two faces whose word sequences match at least this much (difflib's ratio) repeat each other."""
+
+_FORMULA = re.compile(r"\$\$.+?\$\$|\$.+?\$", re.S)
+
+
+def word_count(text: str) -> int:
+    """Words of a card face: each $...$ or $$...$$ formula counts as one word, punctuation as none."""
+    return sum(1 for w in _FORMULA.sub(" x ", text).split() if re.search(r"\w", w))
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
+def similarity(a: str, b: str) -> float:
+    """How much two faces say the same words in the same order, 0 to 1 (formulas' symbols count)."""
+    return SequenceMatcher(None, _words(a), _words(b), autojunk=False).ratio()
+
+
+def audit(deck: Deck) -> list[str]:
+    """What in ``deck`` breaks the house rules, one line each; empty when nothing does."""
+    problems = [f"{deck.chapter}: {len(deck.cards)} cards, fewer than {MIN_CARDS}"] if len(deck.cards) < MIN_CARDS else []
+    problems += [f"{c.id}: back of {n} words, more than {MAX_BACK_WORDS}" for c in deck.cards
+                 if (n := word_count(c.back)) > MAX_BACK_WORDS]
+    problems += [f"{c.id}: names no section of its chapter" for c in deck.cards if not c.section]
+    for a, b in itertools.combinations(deck.cards, 2):
+        for face in ("front", "back"):
+            if (ratio := similarity(getattr(a, face), getattr(b, face))) >= NEAR_DUPLICATE:
+                problems.append(f"{a.id} and {b.id}: {face}s nearly the same ({ratio:.2f})")
+    return problems
+
+
 # --- HTML -------------------------------------------------------------------------------------
 def _math(content: str, options: dict) -> str:
     # \( \) and \[ \] are MathJax 3's default delimiters; escaping keeps "<" out of the markup,
@@ -203,6 +304,15 @@ _MARKDOWN = MarkdownIt("commonmark").use(dollarmath_plugin, allow_digits=False, 
 def card_html(text: str) -> str:
     """A card face's Markdown as an HTML fragment, math in \\(...\\) for MathJax."""
     return _MARKDOWN.render(text).strip()
+
+
+def section_html(card: Card, href: str) -> str:
+    """"Read: Chapter N, <heading>" linking to ``href``, or nothing for a card without a section."""
+    if not card.section:
+        return ""
+    title = _MARKDOWN.renderInline(card.section_title or card.section)
+    return (f'<p class="chalk-read">Read: <a href="{html.escape(href)}">Chapter {int(card.chapter[:2])}, '
+            f'{title}</a></p>')
 
 
 # One face shows at a time; the grid stretches the cards of a row to the same height.
@@ -227,6 +337,8 @@ _CSS = """
 .chalk-tag { font-size: 0.7em; color: #474747; background: #eee; border-radius: 3px; padding: 0 0.4em; margin-right: 0.3em; }
 .chalk-slot { display: flex; flex-direction: column; }
 .chalk-slot .chalk-card { flex: 1; }
+.chalk-read { display: none; font-size: 0.85em; margin: 0.3em 0 0; }
+.chalk-slot.open .chalk-read { display: block; }
 .chalk-marks { display: none; gap: 0.5em; margin-top: 0.3em; }
 .chalk-slot.open .chalk-marks { display: flex; }
 .chalk-marks button { flex: 1; }
@@ -316,10 +428,12 @@ def _face(card: Card, side: str) -> str:
 
 def _card_element(card: Card) -> str:
     tags = " ".join(f'<span class="chalk-tag">{html.escape(t)}</span>' for t in card.tags)
-    # The mark buttons sit beside the card, not in it: a button inside a role="button" is not reachable.
+    # The section link and the mark buttons sit beside the card, not in it: a control inside a
+    # role="button" is not reachable. Both show once the card is turned.
     return (f'<div class="chalk-slot"><div class="chalk-card" id="card-{card.id}" data-card-id="{card.id}" '
             f'tabindex="0" role="button" aria-pressed="false">{_face(card, "front")}{_face(card, "back")}'
             f'<div class="chalk-tags">{tags}<span class="chalk-state"></span></div></div>'
+            f'{section_html(card, card.section_url)}'
             f'<div class="chalk-marks"><button type="button" data-mark="again">again</button>'
             f'<button type="button" data-mark="known">known</button></div></div>')
 

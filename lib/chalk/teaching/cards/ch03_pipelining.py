@@ -20,11 +20,8 @@ def _k() -> int:
 
 
 def _nvl72():
-    return pipeline.rack_boundary(_DS, _NVL72)
-
-
-def _rhos() -> list[float]:
-    return [s.scale_up_to_out for s in systems.catalog_systems().values()]
+    # The chapter's table counts the choices that stay on a chip: E = the rack's chips.
+    return pipeline.rack_boundary(_DS, _NVL72, expert_parallel=systems.get(_NVL72).count)
 
 
 def _ds_layout():
@@ -52,25 +49,16 @@ def _bubbles():
 VALUES: dict[str, Callable[[], str]] = {
     "pp_lecture_rho": lambda: f"{pipeline.LECTURE_RHO:.0f}",
     "pp_k_ds": lambda: f"{_k()}",
-    "pp_lecture_one_layer": lambda: f"{pipeline.rack_boundary_ratio(1, _k(), pipeline.LECTURE_RHO):.0f}",
     "pp_nvl72_rho": lambda: f"{_nvl72().bandwidth_ratio:.0f}",
     "pp_nvl72_one_layer": lambda: f"{_nvl72().ratio_one_layer:.2f}",
     "pp_nvl72_min_layers": lambda: f"{_nvl72().min_layers}",
-    "pp_rho_low": lambda: f"{min(_rhos()):.0f}",
-    "pp_rho_high": lambda: f"{max(_rhos()):.0f}",
     "pp_ds_rho": lambda: f"{_ds_layout()['nvlink_GBps'] / _ds_layout()['ib_GBps']:.1f}",
     "pp_ds_nodes": lambda: f"{_ds_layout()['max_nodes_per_token']:.0f}",
-    "pp_ds_max_experts": lambda: f"{_ds_layout()['max_experts']:.0f}",
     "pp_ds_pp": lambda: f"{_ds_layout()['pipeline']:.0f}",
     "pp_llama_pp": lambda: f"{layouts.get('llama-3.1-405b-8k-16384')['pipeline']:.0f}",
-    "pp_llama_tp": lambda: f"{layouts.get('llama-3.1-405b-8k-16384')['tensor']:.0f}",
     "pp_one_batch_idle": lambda: f"{pipeline.simulate(4, 1, 'inference').idle_fraction:.0%}",
     "pp_rack_tb": lambda: f"{systems.get(_NVL72).count * systems.get(_NVL72).chip.hbm_capacity / 1e12:.1f}",
     "pp_ds_fp8_gb": lambda: f"{models.get(_DS).total_params * hardware.bytes_per_weight('fp8') / 1e9:,.0f}",
-    "pp_ds_fanout": lambda: f"{pipeline.experts_per_crossing(_ds_layout()['nvlink_GBps'] / _ds_layout()['ib_GBps']):.1f}",
-    "pp_gantt_p": lambda: f"{_CARD_GANTT['stages']}",
-    "pp_gantt_m": lambda: f"{_CARD_GANTT['microbatches']}",
-    "pp_gantt_gpipe": lambda: f"{pipeline.bubble_fraction(**_CARD_GANTT, schedule='gpipe'):.0%}",
 }
 """Numbers the cards quote, each computed from chalk and formatted as the card shows it."""
 

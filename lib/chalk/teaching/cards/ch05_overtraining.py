@@ -13,6 +13,12 @@ from ...notation import D, N_act, eta_RL, kappa
 GOPHER_BUDGET = overtraining.GOPHER_BUDGET
 
 
+def _power(x: float, digits: int = 2) -> str:
+    """A large number as the chapter prints it: 'm × 10ᵏ', the exponent in superscript."""
+    mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
+    return f"{mantissa} × 10" + str(int(exponent)).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
+
+
 def _per_param_token(expr) -> float:
     return float(expr.subs({N_act: 1, D: 1}))
 
@@ -53,7 +59,7 @@ VALUES: dict[str, Callable[[], str]] = {
     "ot_hoff_e0": lambda: f"{_FIT['hoffmann'].E0:g}",
     "ot_epoch_alpha": lambda: f"{_FIT['epoch'].alpha:g}",
     "ot_epoch_beta": lambda: f"{_FIT['epoch'].beta:g}",
-    "ot_gopher_budget": lambda: f"{GOPHER_BUDGET:.3g}",
+    "ot_gopher_budget": lambda: _power(GOPHER_BUDGET, 3),
     "ot_gopher_n_hoff": lambda: f"{scaling.compute_optimal(GOPHER_BUDGET, 'hoffmann')[0] / 1e9:.0f}",
     "ot_gopher_tpp_hoff": lambda: f"{_tpp('hoffmann'):.0f}",
     "ot_gopher_tpp_epoch": lambda: f"{_tpp('epoch'):.0f}",
@@ -65,7 +71,7 @@ VALUES: dict[str, Callable[[], str]] = {
     "ot_ineff": lambda: f"{LECTURE['rl_inefficiency']:g}",
     "ot_tps": lambda: f"{LECTURE['tokens_per_second_all_models'] / LECTURE['models_per_family'] / 1e6:.0f}",
     "ot_days": lambda: f"{LECTURE['days_live']:.0f}",
-    "ot_d_inf": lambda: f"{overtraining.LECTURE_INFERENCE:.2g}",
+    "ot_d_inf": lambda: _power(overtraining.LECTURE_INFERENCE),
     "ot_n_lecture": lambda: f"{LECTURE['active_params'] / 1e9:.0f}",
     "ot_rule_tokens": lambda: f"{LECTURE['tokens_per_param'] * LECTURE['active_params'] / 1e12:.0f}",
     "ot_lecture_ratio": lambda: f"{_lecture_ratio(overtraining.LECTURE_INFERENCE):.0f}",

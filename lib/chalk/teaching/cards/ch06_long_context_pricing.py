@@ -97,7 +97,7 @@ VALUES: dict[str, Callable[[], str]] = {
     "lc_disk_switch": lambda: f"{_switches()[2].hold_seconds / 3600:.1f}",
     "lc_hbm_switch_ms": lambda: f"{1e3 * _switches()[0].hold_seconds:.0f}",
     "lc_flash_drain_h": lambda: f"{pricing.tiers.catalog_tiers()['3fs-storage-node'].drain_time / 3600:.1f}",
-    "lc_disk_drain_h": lambda: f"{pricing.tiers.catalog_tiers()['hdd-exos-x24'].drain_time / 3600:.0f}",
+    "lc_disk_drain_h": lambda: f"{pricing.tiers.catalog_tiers()['hdd-exos-x24'].drain_time / 3600:.1f}",
     "lc_card_kink": lambda: f"{roofline.balance_context_for('H100-SXM', _CARD_C['model'], _CARD_C['dtype']):,.0f}",
     "lc_star_low": lambda: f"{min(_long_context_stars()):,.0f}",
     "lc_star_high": lambda: f"{max(_long_context_stars()):,.0f}",
