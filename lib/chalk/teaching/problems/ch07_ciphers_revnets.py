@@ -245,7 +245,8 @@ EXERCISES = (
         },
         answer="a",
         feedback={
-            "b": "an SPN decrypts by running the inverse S-box; T maps two nibbles to the same value, so the "
+            "b": "that would hold if T were a permutation: an SPN decrypts by running the inverse S-box, and T "
+                 "maps two nibbles to the same value, so the "
                  "S-box layer loses information and no key undoes it. AES and PRESENT use bijective S-boxes "
                  "for that reason.",
             "c": "true of Feistel, where decryption evaluates F again on the half passed through unchanged; an "
