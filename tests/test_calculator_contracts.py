@@ -116,8 +116,8 @@ def test_chips_beyond_any_system_are_refused():
 def test_context_past_the_model_warns_in_the_library():
     with pytest.warns(ContextWarning, match="8,192"):
         roofline.step_time("H100-SXM", "llama-3-8b", 1, 10_000)
-    with pytest.warns(ContextWarning):
-        roofline.max_batch("H100-SXM", "llama-3-8b", 10_000)
+    with pytest.warns(ContextWarning, match="8,192"):
+        calculator.decode("llama-3-8b", "H100-SXM", 1, 10_000)
 
 
 @pytest.mark.parametrize("call", [

@@ -146,7 +146,9 @@ def resolve(target, chips=None) -> Hardware:
 
 
 def context_warning(model, context) -> None:
-    """Warn, without refusing, when a context is past what the model was published to support."""
+    """Warn, without refusing, when a context is past what the model was published to support:
+    ``step_time`` and the calculator do. ``decode_point``, ``max_batch`` and ``check_fit`` stay
+    quiet, since the chapters' figures sweep past a model's maximum on purpose."""
     limit = model.max_context
     if limit and float(np.max(context)) > limit:
         warnings.warn(ContextWarning(f"context {float(np.max(context)):,.0f} is beyond {model.display}'s maximum "
@@ -357,9 +359,7 @@ def check_fit(chip, model, batch, context, dtype="bf16", chips=1, kv_bytes_per_e
     non_negative("batch", batch)
     non_negative("context", context)
     in_range("headroom", headroom, 0, 0.99)
-    rep = replica(chip, model, dtype, chips, kv_bytes_per_element)
-    context_warning(rep.model, context)
-    rep.check_fit(batch, context, headroom)
+    replica(chip, model, dtype, chips, kv_bytes_per_element).check_fit(batch, context, headroom)
 
 
 def max_batch(chip, model, context, dtype="bf16", chips=1, kv_bytes_per_element=2,
@@ -368,7 +368,6 @@ def max_batch(chip, model, context, dtype="bf16", chips=1, kv_bytes_per_element=
     rep = replica(chip, model, dtype, chips, kv_bytes_per_element)
     non_negative("context", context)
     in_range("headroom", headroom, 0, 0.99)
-    context_warning(rep.model, context)
     return rep.max_batch(context, headroom)
 
 
@@ -488,7 +487,6 @@ def decode_point(chip, model, batch, context, dtype="bf16", chips=1, usd_per_chi
     rep = replica(chip, model, dtype, chips, kv_bytes_per_element, attention_dtype)
     _workload(batch, context, headroom)
     positive("usd_per_chip_hour", usd_per_chip_hour)
-    context_warning(rep.model, context)
     rep.check_fit(batch, context, headroom)
     p = rep.params(context)
     return DecodePoint(
