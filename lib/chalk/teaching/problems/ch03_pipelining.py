@@ -117,8 +117,8 @@ EXERCISES = (
                  "m t_F of work each stage gets. Every hop lengthens the round trip, not the work.",
             "b": "that holds for a stream of independent requests (prefill). In decode a micro-batch's next "
                  "token cannot enter the first stage until its last one has left the last stage.",
-            "c": "that is a training step's bubble, which ends at the optimizer step; decode loops without "
-                 "end, and its idle time comes from the round trip, not from a fill and drain.",
+            "c": "that holds for a training step, which stops at the optimizer step and refills; decode loops "
+                 "without end, and its idle time comes from the round trip, not from a fill and drain.",
         },
         hint="compare one micro-batch's round trip, P (t_F + t_hop), with the work each stage gets per "
              "round, m t_F."),
@@ -206,7 +206,8 @@ EXERCISES = (
         feedback={
             "a": "the bytes cancel only when dispatch, combine and boundary carry one format. Here scale-up "
                  "moves (1 + 2)/2 = 1.5 bytes per element against the boundary's 2: the BF16 ratio times 0.75.",
-            "c": "a shorter all-to-all is less scale-up time for the crossing to hide behind: the ratio falls.",
+            "c": "that would hold if the test asked which stage finishes first; it asks whether the all-to-all "
+                 "lasts long enough to hide the crossing, and a shorter one hides less: the ratio falls.",
             "d": "d_model multiplies both transfers and cancels, and the links enter only through rho; what "
                  "is left is each transfer's bytes per element.",
         },
@@ -262,10 +263,11 @@ EXERCISES = (
             "a": "that would hold if every GPU were a whole replica reducing all N_tot gradients, as when data "
                  "parallelism is used alone. Here tensor and pipeline parallelism cut both a GPU's gradients "
                  "and its compute by 32.",
-            "c": "scale-out suffices: per GPU the all-reduce takes a small fraction of the compute, because the "
-                 "verdict turns on tokens per replica, not per GPU.",
-            "d": "the bytes are fixed per step but the compute grows with the tokens: with about ten thousand "
-                 "tokens or fewer per replica, for this chip and these inputs, the all-reduce would not hide.",
+            "c": "that would hold if the all-reduce outlasted the compute on the network links; per GPU it takes "
+                 "a small fraction of it, because the verdict turns on tokens per replica, not per GPU.",
+            "d": "the bytes are fixed per step but the compute grows with the tokens: below a threshold in "
+                 "tokens per replica (the tokens times the data row's scale-out time over its compute time) "
+                 "the all-reduce would not hide.",
         },
         hint="pipeline.parallelism_table treats each chip as a whole replica. In this layout a GPU holds "
              "1/(TP x PP) of the model: what happens to its gradient bytes, and to its compute?"),
@@ -283,10 +285,11 @@ EXERCISES = (
         feedback={
             "a": "each stage keeps half the layers' cache, but for the two micro-batches in flight: P cancels. "
                  "It would hold with one micro-batch in flight (m = 1), one stage working at a time.",
-            "b": "the weights' room is freed, but at 131,072 tokens the cache alone, B L b_kv / E per GPU, is "
-                 "more than the usable HBM: the ceiling C E / (L b_kv) is below 16 sequences.",
-            "d": "P* only says which part is larger; past it the cache per GPU is still B L b_kv / E, which "
-                 "does not fit here.",
+            "b": "that would hold if the cache alone fitted. The weights' room is freed, but at 131,072 tokens "
+                 "the cache, B L b_kv / E per GPU, is more than the usable HBM: the ceiling C E / (L b_kv) is "
+                 "below 16 sequences.",
+            "d": "that would hold if passing P* freed room for the cache; P* only says which part is larger, "
+                 "and past it the cache per GPU is still B L b_kv / E, which does not fit here.",
         },
         hint="with m = P, write the cache per GPU and let P grow; compare its limit with a GPU's usable "
              "HBM (memory.max_batch(..., stages=P))."),

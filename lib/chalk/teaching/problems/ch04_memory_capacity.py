@@ -267,8 +267,8 @@ EXERCISES = (
                  "with E.",
             "c": "that would hold if an all-reduce's cost grew with the GPUs; the prompt gives it a floor that "
                  "does not, and the bytes each GPU sends in a ring, 2 (n-1)/n of the activations, barely grow.",
-            "d": "tensor parallelism splits every matrix: each GPU reads 1/E of the weights, so the read does "
-                 "fall 8-fold.",
+            "d": "that holds for data-parallel copies, each reading the whole model. Tensor parallelism splits "
+                 "every matrix, so each GPU reads 1/E of the weights and the read does fall with E.",
         },
         hint="a token's time is at least the read floor (memory.weight_floor with expert_parallel = E) plus "
              "2 all-reduces per layer at their stated cost; compare the two layouts' sums."),
@@ -310,9 +310,10 @@ EXERCISES = (
         feedback={
             "a": "they would fit, just: 40 caches take nearly all the usable HBM the weights leave, so the "
                  "sequences being decoded would have no room. Parking is for the idle ones.",
-            "c": "it holds them, but at the node's bandwidth one cache takes longer than the 0.2 s allowed to "
-                 "come back.",
-            "d": "it holds them, but at the drive's bandwidth one cache takes seconds to come back.",
+            "c": "that would do if users could wait longer: it holds them, but at the node's bandwidth one cache "
+                 "takes more than the 0.2 s allowed to come back.",
+            "d": "that would do if users could wait seconds: it holds them, but at the drive's bandwidth one "
+                 "cache takes that long to come back.",
         },
         hint="two tests for each tier (tiers.catalog_tiers()): do the 40 caches fit its capacity, and does one "
              "cache come back within 0.2 s at its bandwidth?"),
@@ -327,13 +328,15 @@ EXERCISES = (
         },
         answer="c",
         feedback={
-            "a": "plain data parallelism keeps all 16 bytes per parameter on every GPU: several times its HBM.",
-            "b": "stage 1 shards only the optimizer state; the 4 bytes per parameter of weights and gradients "
-                 "left on every GPU already exceed its usable HBM (every expert counts).",
+            "a": "that would need GPUs with several times the HBM: plain data parallelism keeps all 16 bytes "
+                 "per parameter on every GPU.",
+            "b": "that would need a larger GPU: stage 1 shards only the optimizer state, and the 4 bytes per "
+                 "parameter of weights and gradients left on every GPU already exceed its usable HBM (every "
+                 "expert counts).",
             "d": "stage 3 fits too, but it is not the lowest: it also gathers every layer's weights at each "
                  "use, traffic that stage 2 avoids.",
-            "e": "64 GPUs hold the whole state many times over once it is sharded; the question is how much "
-                 "stays on every GPU.",
+            "e": "that would hold if every GPU kept a full copy; sharded, 64 GPUs hold the whole state many "
+                 "times over, and the question is how much stays on each.",
         },
         hint="per GPU: stage 1 keeps (b_w + b_g) N + b_opt N / n, stage 2 b_w N + (b_g + b_opt) N / n, stage 3 "
              "all of it over n (memory.training_state_bytes); N counts every expert."),
