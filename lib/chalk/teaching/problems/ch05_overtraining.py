@@ -174,8 +174,8 @@ EXERCISES = (
         topic="the lecture's arithmetic: the 50/50 split",
         expected=lambda: _fifty(),
         unit="times the 20:1 rule", rel_tol=0.01,
-        hint="expected D_inf = rate x days x 86,400 s x the odds; under 50/50 pre-training gets a quarter of "
-             "the lifetime, so 6 N D_pre = (2 N D_inf / eta) / 2; divide D_pre by 20 N.",
+        hint="expected D_inf = rate x days x 86,400 s x the odds; work out pre-training's share of the lifetime "
+             "under 50/50 against inference's, set the costs in that ratio, and divide D_pre by 20 N.",
         mistakes=(
             Mistake("that sets pre-training's cost equal to inference's (the thirds); under the 50/50 split "
                     "pre-training and RL share the training half, so pre-training costs half of inference.",
@@ -283,8 +283,8 @@ EXERCISES = (
         judgement=True,
         expected=lambda: _mix_split(),
         unit="dimensionless ratio D_pre / D_inf", rel_tol=0.02,
-        hint="FLOPs per parameter: 2 per prefilled prompt token, 2 x 3 per output token, none per cache hit; "
-             "the thirds set 6 D_pre equal to their sum, with D_inf every served token.",
+        hint="ask which tokens are produced one step at a time; count each kind's FLOPs per parameter at its own "
+             "efficiency, and set 6 D_pre equal to their sum, with D_inf every served token.",
         mistakes=(
             Mistake("decode's inefficiency belongs to output tokens only: a prefill is compute-bound, and most "
                     "served tokens are prompts.", value=lambda: _mix_split(prefill_inefficiency=3.0,

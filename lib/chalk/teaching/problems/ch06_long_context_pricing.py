@@ -257,7 +257,7 @@ EXERCISES = (
             "b": "the server's host DDR5",
             "c": "a 3FS flash node",
             "d": "a nearline hard disk",
-            "e": "none within a factor of ten: the price implies no tier",
+            "e": "none: no tier's rent comes within a factor of two of the price",
         },
         answer="a",
         feedback={
