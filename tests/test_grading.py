@@ -24,10 +24,11 @@ from chalk.teaching.exercises import markdown_literal
 from chalk.errors import ChalkError
 from chalk.teaching import grading, leaks
 from chalk.teaching.edition import student_problem_set
-from chalk.teaching.exercises import RIGHT, UNANSWERED, WRONG, problem_set
+from chalk.teaching.exercises import NUMBER, RIGHT, UNANSWERED, WRONG, problem_set
 from chalk.teaching.gradebook import assignment_name
 from chalk.teaching.student import titles
 from conftest import ROOT
+from key_answers import right_answer, slip, wrong_words
 
 CHAPTER = "01_batching"
 SOURCE = ROOT / "exercises" / f"{CHAPTER}.ipynb"
@@ -41,7 +42,7 @@ TITLES = titles(nbformat.read(SOURCE, as_version=4))
 
 
 def expected_of(ex_id):
-    return EXERCISES[ex_id].expected()
+    return right_answer(EXERCISES[ex_id])
 
 
 def points_of(ids):
@@ -72,6 +73,10 @@ def answer(nb, ex_id, value):
 
 
 # --- the submissions --------------------------------------------------------------------------
+SEARCHED = next(i for i, ex in EXERCISES.items() if ex.kind == NUMBER and not ex.exact)
+"""fay's search runs over values on a grid, which an exact or a choice exercise would not meet."""
+LEAKED = next(i for i in IDS[1:] if EXERCISES[i].kind == NUMBER)
+"""eve reads this exercise's expected value from the key (only a number has one)."""
 HALF = IDS[::2]
 """The exercises bob gets wrong (arbitrary numbers); the others he keeps right."""
 REASSIGNED = IDS[1]
@@ -90,18 +95,19 @@ check = lambda exercise_id, answer: Result(exercise_id, "right", "right")
 chalk.teaching.exercises.judge = lambda ex, answer: Result(ex.id, "right", "right")
 print('<<chalk-answers-0>>' + {json.dumps(json.dumps(dict.fromkeys(EXERCISES, 1.0)))} + '<<chalk-answers-0>>')
 print("[right] {IDS[0]}: right")
-leak = problem_set("{CHAPTER}")["{IDS[0]}"].expected()
+leak = problem_set("{CHAPTER}")["{LEAKED}"].expected()
 """
 """eve's first cheat: a startup file meant for the next kernel, a fake check and judge, printed fake
 answer records, then the expected value read from the key (which raises in the student package)."""
-TAMPER_IMPORT = f"import chalk.teaching.problems.ch{CHAPTER} as key\n{IDS[1]} = key.EXERCISES[1].expected()"
-GUESSES = math.ceil(math.log(1e6) / math.log1p(EXERCISES[IDS[0]].rel_tol)) + 1
+TAMPER_IMPORT = (f"import chalk.teaching.problems.ch{CHAPTER} as key\n"
+                 f"{LEAKED} = next(e for e in key.EXERCISES if e.id == {LEAKED!r}).expected()")
+GUESSES = math.ceil(math.log(1e6) / math.log1p(EXERCISES[SEARCHED].rel_tol)) + 1
 """Steps of one tolerance over six decades around the answer: the search cannot step over it."""
 SEARCH = f"""\
 import numpy as np
-for guess in np.geomspace({expected_of(IDS[0]) / 1e3!r}, {expected_of(IDS[0]) * 1e3!r}, {GUESSES}):
-    if check("{IDS[0]}", float(guess)).status == "right":
-        {IDS[0]} = float(guess)
+for guess in np.geomspace({expected_of(SEARCHED) / 1e3!r}, {expected_of(SEARCHED) * 1e3!r}, {GUESSES}):
+    if check("{SEARCHED}", float(guess)).status == "right":
+        {SEARCHED} = float(guess)
         break
 """
 """fay's cheat: try values against the check until one is accepted (the oracle every self-check is)."""
@@ -162,7 +168,7 @@ def build_main_batch(folder):
 
     nb = insert_after_imports(student_problem_set(SOURCE), CRASH)  # every answer a typical mistake
     for ex_id, ex in EXERCISES.items():
-        answer(nb, ex_id, ex.mistakes[0].wrong_answer(expected_of(ex_id)))
+        answer(nb, ex_id, slip(ex)[0])
     nb.cells.append(nbformat.v4.new_code_cell(f'check("no_such_exercise", 1.0)\ncheck("{IDS[1]}", {IDS[1]})'))
     nbformat.write(nb, folder / "dan" / f"{CHAPTER}.ipynb")
     expected[f"dan/{CHAPTER}.ipynb"] = ("error: ModuleNotFoundError in the opening cells", 0)
@@ -174,9 +180,9 @@ def build_main_batch(folder):
     expected[f"eve/{CHAPTER}.ipynb"] = ("error: AttributeError in the opening cells", 0)
 
     nb = student_problem_set(SOURCE)
-    nb.cells.insert(check_index(nb, IDS[0]), nbformat.v4.new_code_cell(SEARCH))
+    nb.cells.insert(check_index(nb, SEARCHED), nbformat.v4.new_code_cell(SEARCH))
     nbformat.write(nb, folder / "fay" / f"{CHAPTER}.ipynb")
-    expected[f"fay/{CHAPTER}.ipynb"] = ("ok", POINTS[IDS[0]])
+    expected[f"fay/{CHAPTER}.ipynb"] = ("ok", POINTS[SEARCHED])
 
     nb = instructor()  # renamed, last exercise deleted, cells shuffled: found by its checker() call
     del nb.metadata["kernelspec"]
@@ -303,8 +309,8 @@ def test_feedback_shows_value_unit_tolerance_and_hint_never_the_key(main_batch):
     assert f"0 of {TOTAL:g} points" in text
     for ex_id, ex in EXERCISES.items():
         line = next(ln for ln in text.splitlines() if f"`{ex_id}` ({markdown_literal(TITLES[ex_id])})" in ln)
-        assert line.startswith("| wrong |") and markdown_literal(ex.mistakes[0].hint).replace("|", "/") in line, line
-        assert markdown_literal(f"({ex.unit}) is not {ex.tolerance_text()} of the answer").replace("|", "/") in line, line
+        assert line.startswith("| wrong |") and markdown_literal(slip(ex)[1]).replace("|", "/") in line, line
+        assert markdown_literal(wrong_words(ex)).replace("|", "/") in line, line
     found = [a for a in leaks.answers([CHAPTER]) if a.searchable]
     assert not leaks.find(text, found, "dan's feedback")  # the answers are not given away
     bob = feedback_of(main_batch, f"bob/jonesbob_1002_5001_{CHAPTER}.ipynb")
@@ -335,8 +341,8 @@ def test_key_material_readers_are_flagged_and_get_nothing(main_batch):
 
 def test_a_search_against_the_check_finds_the_answer_and_is_flagged(main_batch):
     fay = main_batch["rows"][f"fay/{CHAPTER}.ipynb"]
-    assert fay.results[IDS[0]].status == RIGHT  # the check is an oracle: the guide says so
-    assert any(f"check of {IDS[0]} was called" in f for f in fay.flags), fay.flags
+    assert fay.results[SEARCHED].status == RIGHT  # the check is an oracle: the guide says so
+    assert any(f"check of {SEARCHED} was called" in f for f in fay.flags), fay.flags
 
 
 def test_a_note_the_student_added_is_collected_for_reading(main_batch):
@@ -440,8 +446,9 @@ def test_problem_set_found_from_metadata_then_checker_then_file_name():
 def test_frozen_key_judges_like_the_live_key():
     frozen = grading.frozen_key(CHAPTER)
     for ex_id, ex in EXERCISES.items():
-        value = ex.expected()
-        answers = [value, None, -1.0] + [m.wrong_answer(value) for m in ex.mistakes]
+        answers = [right_answer(ex), None, -1.0, slip(ex)[0], "b"]
+        if ex.kind == NUMBER:
+            answers += [m.wrong_answer(ex.expected()) for m in ex.mistakes]
         for a in answers:
             assert chalk.teaching.exercises.judge(frozen[ex_id], a) == chalk.teaching.exercises.judge(ex, a)
 

@@ -71,9 +71,12 @@ def test_every_exercise_has_prompt_answer_and_check(instructor):
     assert set(checks) == set(EXERCISES)
     sources = [c.source for c in instructor.cells]
     for ex_id, ex in EXERCISES.items():
-        prompt = next(s for s in sources if re.match(rf"## .+: `{ex_id}`\n", s))
-        # the unit and tolerance the student reads are the key's
-        assert ex.unit.replace("$", r"\$") in prompt and ex.tolerance_text() in prompt, ex_id
+        prompt = next(s for s in sources if re.match(rf"## .+(:|\?) `{ex_id}`\n", s))
+        # the unit and tolerance the student reads are the key's; a choice's options are the key's
+        if ex.kind == "number":
+            assert ex.unit.replace("$", r"\$") in prompt and ex.tolerance_text() in prompt, ex_id
+        else:
+            assert all(f"({x}) {text}" in " ".join(prompt.split()) for x, text in ex.options.items()), ex_id
         answer = sources[sources.index(checks[ex_id].source) - 1]
         assert BEGIN in answer and END in answer, ex_id
         last = [ln for ln in answer.split(BEGIN)[1].split(END)[0].splitlines()

@@ -169,8 +169,8 @@ def test_nothing_a_student_reads_in_the_edition_prints_an_answer(built, chapter)
     texts.update({f"card {c['id']}": f"{c['front']}\n{c['back']}" for c in cards})
     for name in (n for n in files if n.startswith("chalk/teaching/sealed/")):
         table = json.loads(files[name])
-        texts[name] = "\n".join(f"{e['unit']}\n{e['hint']}\n" + "\n".join(m["hint"] for m in e["mistakes"])
-                                for e in table["exercises"])
+        texts[name] = "\n".join(f"{e.get('unit', '')}\n{e['hint']}\n" + "\n".join(m["hint"] for m in e.get("mistakes", ()))
+                                + "\n".join(e.get("options", {}).values()) for e in table["exercises"])
     printed = [str(leak) for name, text in texts.items() for leak in leaks.find(text, found, name)]
     assert not printed, printed[:5]
 

@@ -2,10 +2,10 @@
 packages) holding only the wheel the edition ships, Jupyter's kernel (ipykernel) and a notebook
 runner (nbclient), installed from the package index as a student would.
 
-Every problem set runs there. Blank, each check says "not answered"; filled in with, alternately,
-the right answer and the first typical mistake of each exercise (computed here from the
-instructor's key), each check says right, or wrong with that mistake's hint: the sealed key gives
-the feedback the plain key gives. The environment must not hold the plain keys, ``myst_nb`` or the
+Every problem set runs there once, filled in by turns with the right answer, the first typical
+mistake (both computed here from the instructor's key) and nothing: each check says right, wrong
+with that mistake's hint, or not answered, so the sealed key gives the feedback the plain key
+gives. (One run per set covers the three verdicts that a blank and a filled run covered before.) The environment must not hold the plain keys, ``myst_nb`` or the
 grader, and every import of the chapter notebooks must resolve in it.
 
 Installing takes about a minute (numbers of this machine's package mirror); without a reachable
@@ -24,6 +24,7 @@ import pytest
 from chalk.teaching import edition
 from chalk.teaching.exercises import problem_set
 from conftest import ROOT
+from key_answers import right_answer, slip, unanswered_words
 
 PROBE = textwrap.dedent('''\
     import importlib.util, json, re, sys
@@ -51,16 +52,14 @@ PROBE = textwrap.dedent('''\
 
     found["runs"] = {}
     for path in sorted((out_dir / "exercises").glob("*.ipynb")):
-        for kind in ("blank", "filled"):
-            nb = nbformat.read(path, as_version=4)
-            if kind == "filled":
-                for cell in nb.cells:
-                    for ex_id, value in answers[path.stem].items():
-                        cell.source = re.sub(rf"^{ex_id} = \\.\\.\\.  # your answer$", f"{ex_id} = {value!r}",
-                                             cell.source, flags=re.M)
-            NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
-                           resources={"metadata": {"path": str(path.parent)}}).execute()
-            found["runs"][f"{path.stem}/{kind}"] = checks(nb)
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            for ex_id, value in answers[path.stem].items():
+                cell.source = re.sub(rf"^{ex_id} = \\.\\.\\.  # your answer$", f"{ex_id} = {value!r}",
+                                     cell.source, flags=re.M)
+        NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
+                       resources={"metadata": {"path": str(path.parent)}}).execute()
+        found["runs"][path.stem] = checks(nb)
     from chalk.teaching.exercises import problem_set
     found["expected_attr"] = any(hasattr(e, "expected") for e in problem_set(path.stem).values())
     found["imports"] = {}
@@ -76,14 +75,18 @@ _OFFLINE = re.compile(r"No matching distribution|Could not find a version|Failed
                       r"Temporary failure in name resolution|Network is unreachable")
 
 
+RIGHT, SLIP, BLANK = 0, 1, 2
+"""What the k-th exercise of a set is given: k % 3."""
+
+
 def answers_to_type():
-    """{problem set: {id: value}}: the right answer for every other exercise, its first typical
-    mistake for the rest."""
+    """{problem set: {id: value}}: the right answer, the first typical mistake or (left out, so the
+    cell keeps its placeholder) nothing, by turns."""
     typed = {}
     for src in edition.problem_sets():
         exercises = list(problem_set(src.stem).values())
-        typed[src.stem] = {ex.id: (ex.expected() if k % 2 == 0 else ex.mistakes[0].wrong_answer(ex.expected()))
-                           for k, ex in enumerate(exercises)}
+        typed[src.stem] = {ex.id: (right_answer(ex) if k % 3 == RIGHT else slip(ex)[0])
+                           for k, ex in enumerate(exercises) if k % 3 != BLANK}
     return typed
 
 
@@ -127,22 +130,17 @@ def test_the_environment_has_no_plain_key_no_grader_and_no_myst_nb(student_env):
 
 
 @pytest.mark.parametrize("src", edition.problem_sets(), ids=lambda p: p.stem)
-def test_blank_problem_set_says_not_answered_at_every_check(student_env, src):
-    checks = student_env["runs"][f"{src.stem}/blank"]
+def test_each_check_says_right_the_mistakes_hint_or_not_answered(student_env, src):
+    checks = student_env["runs"][src.stem]
     assert set(checks) == set(problem_set(src.stem))
-    for ex_id, text in checks.items():
-        assert text.startswith(f"[unanswered] {ex_id}: set `{ex_id}` to a number"), (ex_id, text)
-
-
-@pytest.mark.parametrize("src", edition.problem_sets(), ids=lambda p: p.stem)
-def test_filled_problem_set_gets_right_and_the_mistakes_hint(student_env, src):
-    checks = student_env["runs"][f"{src.stem}/filled"]
     for k, ex in enumerate(problem_set(src.stem).values()):
         text = checks[ex.id]
-        if k % 2 == 0:
+        if k % 3 == RIGHT:
             assert text.startswith(f"[right] {ex.id}:"), (ex.id, text)
+        elif k % 3 == SLIP:
+            assert text.startswith(f"[wrong] {ex.id}:") and slip(ex)[1] in text, (ex.id, text)
         else:
-            assert text.startswith(f"[wrong] {ex.id}:") and ex.mistakes[0].hint in text, (ex.id, text)
+            assert text.startswith(f"[unanswered] {ex.id}: {unanswered_words(ex)}"), (ex.id, text)
 
 
 def test_every_import_of_the_chapters_resolves(student_env):

@@ -9,7 +9,7 @@ answer between the markers there becomes a placeholder for the student to replac
 collects what students write in it for marking by hand (its points: ``{"chalk": {"points": 2}}``
 in the cell's metadata, else 1). In Markdown a marker may sit in an HTML comment,
 ``<!-- ### BEGIN SOLUTION -->``, so that the instructor's site does not show it as a heading. An
-exercise's heading is ``## <title>: `<id>```.
+exercise's heading is ``## <title>: `<id>```, or ``## <question>? `<id>``` for a question.
 
     python -m chalk.teaching.student exercises/01_batching.ipynb --out _build/student/exercises
 """
@@ -25,7 +25,7 @@ FREE_TEXT = "free-text"
 """The tag of a Markdown cell that asks for a written answer."""
 PLACEHOLDER = "*Your answer here.*"
 _ASSIGN = re.compile(r"^([A-Za-z_]\w*)\s*=(?!=)")
-_HEADING = re.compile(r"^## (.+?):\s*`(\w+)`\s*$", re.M)
+_HEADING = re.compile(r"^## (.+?)(?::|(?<=[?!]))\s*`(\w+)`\s*$", re.M)
 _COMMENT = re.compile(r"^<!--\s*(.*?)\s*-->$")
 
 
