@@ -105,6 +105,27 @@ def test_tsv_has_one_line_per_card_front_tab_back_in_the_packages_html(built, tm
     assert "**" not in text and "<strong>" in text and "\\(" in text and "$" not in text.replace("\\$", "")
 
 
+def test_every_anki_back_links_to_its_section_on_the_site(tmp_path):
+    out = decks.build(tmp_path, site="https://example.org/chalk/")
+    db, _ = collection(tmp_path / "chalk.apkg", tmp_path)
+    backs = {guid: flds.split("\x1f")[1] for guid, flds in db.execute("select guid, flds from notes")}
+    for card in CARDS:
+        href = f"https://example.org/chalk/notebooks/{card.chapter}.html#{card.section}"
+        assert f'Read: <a href="{href}">Chapter {int(card.chapter[:2])}, ' in backs[decks.note(card).guid], card.id
+    tsv = (tmp_path / "chalk_cards.tsv").read_text()
+    assert tsv.count('<p class="chalk-read">Read: <a href="https://example.org/chalk/notebooks/') == len(CARDS)
+    assert out[-1].name == "chalk_cards.tsv"
+
+
+def test_the_default_site_is_chalk_site_or_the_local_build(monkeypatch):
+    card = next(c for c in CARDS if c.id == "balance_batch_formula")
+    monkeypatch.setenv("CHALK_SITE", "https://example.org/course")
+    assert decks.section_link(card, decks.default_site()) == \
+        "https://example.org/course/notebooks/01_batching.html#the-balance-batch"
+    monkeypatch.delenv("CHALK_SITE")
+    assert decks.default_site().startswith("file://") and decks.default_site().endswith("/_build/html")
+
+
 def test_stable_id_is_in_ankis_range_and_depends_on_the_name():
     assert decks.stable_id("Chalk", "deck", "01_batching") == decks.stable_id("Chalk", "deck", "01_batching")
     assert decks.stable_id("Chalk", "deck", "01_batching") != decks.stable_id("Chalk", "deck", "02_x")
