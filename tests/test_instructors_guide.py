@@ -18,7 +18,9 @@ import subprocess
 import nbformat
 import pytest
 
+from chalk.teaching import overview
 from chalk.teaching.edition import student_problem_set
+from chalk.teaching.seal import known_problem_sets
 from chalk.teaching.exercises import problem_set
 from chalk.teaching.student import FREE_TEXT, PLACEHOLDER
 from conftest import ROOT
@@ -179,3 +181,33 @@ def test_grade_without_submissions_fails_with_one_line(scratch):
     proc = subprocess.run("make grade SUBMISSIONS=nowhere", shell=True, cwd=scratch, capture_output=True, text=True)
     assert proc.returncode != 0 and "SUBMISSIONS: 'nowhere' is not a folder" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+# --- what each problem set asks (no commands run) ----------------------------------------------------
+def test_the_guide_tables_every_problem_set_from_the_keys():
+    text = GUIDE.read_text()
+    assert "kernelspec:" in text.split("---")[1]  # executed, so the tables are the keys' of the build
+    assert re.search(r"```\{code-cell\} ipython3\n:tags: \[remove-input\]\n(.*\n)*?Markdown\(overview\.tables\(\)\)",
+                     text)
+    tables = overview.tables()
+    for chapter in known_problem_sets():
+        for ex in problem_set(chapter).values():
+            assert re.search(rf"^\| `{ex.id}` \| {ex.kind} \| {'yes' if ex.judgement else 'no'} \|", tables, re.M), ex.id
+    assert "| `sparsity_k16` (written) | written | yes |" in tables
+
+
+def test_written_parts_are_rows_of_their_exercise(tmp_path):
+    nb = nbformat.read(SOURCE, as_version=4)
+    first = next(c for c in nb.cells if FREE_TEXT in c.metadata.get("tags", []))
+    second = nbformat.v4.new_markdown_cell("**Written answer** (2 points): and why?", metadata={"tags": [FREE_TEXT],
+                                                                                              "chalk": {"points": 2}})
+    nb.cells.insert(nb.cells.index(first) + 1, second)
+    (tmp_path / "exercises").mkdir()
+    nbformat.write(nb, tmp_path / "exercises" / SOURCE.name)
+    rows = overview.rows("01_batching", tmp_path)
+    written = [(r["exercise"], r["part"], r["kind"], r["points"]) for r in rows if r["kind"] == "written"]
+    assert written == [("sparsity_k16", "written", "written", 1.0), ("sparsity_k16", "written 2", "written", 2.0)]
+    checked = [r for r in rows if r["part"] == "check"]
+    assert [r["exercise"] for r in checked] == list(problem_set("01_batching"))
+    total = sum(ex.points for ex in problem_set("01_batching").values()) + 3
+    assert overview.table("01_batching", tmp_path).endswith(f"{total:g} points in all.")
