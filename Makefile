@@ -48,11 +48,12 @@ endif
 deck: $(STAMP)
 	$(BIN)/python -m chalk.teaching.decks --out _build/decks
 
-# Each chapter notebook runs once per test run, in test_site's site build (-W fails on any cell
-# error); nbmake runs the problem sets and their student editions.
-test: $(STAMP) student
-	$(BIN)/python -m pytest -n 2 --dist loadfile tests \
-	  --nbmake exercises _build/student/exercises
+# Every notebook runs once per test run: the chapters and the instructor's problem sets in the
+# site build that the browser tests share (-W fails on any cell error), the student editions in
+# test_answers_not_printed (and, as a student installs them, in test_student_venv). A file's tests
+# stay on one worker (loadfile), so a module's costly fixture (a grading batch, a JupyterLab) runs once.
+test: $(STAMP)
+	$(BIN)/python -m pytest -n 2 --dist loadfile tests
 
 # make bench [BENCH_SKIP=test,build]: budgets in bench/budgets.toml; not a test, it never fails on one.
 bench: $(STAMP)

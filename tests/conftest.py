@@ -105,3 +105,26 @@ def focus_ring_problem(unfocused: dict, focused: dict) -> str | None:
     if focused["outlineStyle"] == "none" or focused["outlineWidth"] < MIN_RING_PX or transparent:
         return f"no visible outline when focused ({focused})"
     return None
+
+
+# --- explorer work counts -------------------------------------------------------------------------
+def view_redraws(explorer, session) -> list[bool]:
+    """For each step of ``session`` (a list of parameter dicts), whether ``explorer.update`` redrew
+    the view layer of its figure (curves, labels) rather than only the moving artists. Speed is
+    make bench's to measure; this counts the work an update does, which load cannot change."""
+    layers = explorer.figure.layers
+    redrawn, draw = [], layers._draw
+
+    def spy(artists):
+        if artists is layers.view:
+            redrawn[-1] = True
+        return draw(artists)
+
+    layers._draw = spy
+    try:
+        for step in session:
+            redrawn.append(False)
+            explorer.update(**step)
+    finally:
+        layers._draw = draw
+    return redrawn

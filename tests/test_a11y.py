@@ -71,9 +71,20 @@ def open_offline(browser):
     return ctx.new_page()
 
 
+SETTLED = """async () => {
+    if (window.MathJax?.startup?.promise) await MathJax.startup.promise;
+    await document.fonts.ready;
+    await Promise.all(document.getAnimations().map(a => a.finished.catch(() => null)));
+    return document.getAnimations().filter(a => a.playState === 'running').length; }"""
+
+
 def settle(page):
-    """Wait until MathJax has typeset the page (its output is part of what axe reads)."""
-    page.evaluate("async () => { if (window.MathJax?.startup?.promise) await MathJax.startup.promise; }")
+    """Wait, by state rather than by time, until what axe reads is final: MathJax has typeset the
+    page, the web fonts are in, and no animation is running (sphinx-togglebutton fades a fold's
+    content in over 0.3 s when it opens: axe reading during the fade saw half-transparent code,
+    which is how the dark scheme's comments in opened solutions failed at random)."""
+    running = page.evaluate(SETTLED)
+    assert running == 0, f"{running} animations still running after all finished"
 
 
 def use_scheme(page, scheme):
@@ -99,15 +110,20 @@ def read_page(page, url) -> list[tuple[str, dict]]:
     page.emulate_media(color_scheme=SCHEMES[0])
     page.goto(url, wait_until="load")
     settle(page)
-    # The theme fades some colours in over 0.15 s; axe must read the colours the scheme ends on.
-    page.add_style_tag(content="*, *::before, *::after { transition: none !important; }")
+    # The theme fades colours in over 0.15 s and the folds fade their content in: axe must read the
+    # colours the page ends on, so transitions and animations jump to their end.
+    page.add_style_tag(content="*, *::before, *::after { transition: none !important; animation: none !important; }")
     found = []
     for scheme in SCHEMES:
         use_scheme(page, scheme)
+        settle(page)
         found += [(scheme, v) for v in axe_violations(page)]
     if page.evaluate(REVEAL):
+        page.wait_for_function("() => !document.querySelector('details:not([open])')")
+        settle(page)
         for scheme in reversed(SCHEMES):
             use_scheme(page, scheme)
+            settle(page)
             found += [(f"{scheme}, opened", v) for v in axe_violations(page, context=REVEALED)]
     return found
 

@@ -4,14 +4,17 @@ tests/test_twins.py moves every twin's controls on the built pages; here the rea
 controls and the embedded JSON are checked against hand-computed values and roofline's own
 ``decode_point``.
 """
+import importlib
 import io
 import json
 import math
 import re
+from pathlib import Path
 
 import pytest
 from PIL import Image
 
+import chalk.figures
 from chalk import hardware, models, roofline
 from chalk.errors import ChalkError
 from chalk.figures import batching, explorer, twin
@@ -288,3 +291,28 @@ def test_linear_slider_stops_hold_the_values_a_reader_types():
     from chalk.figures.explorer import linear_slider
     stops = linear_slider("x", "x", 1.85, 2.6, 0.05).stops
     assert 1.9 in stops and 2.6 in stops and len(stops) == 16
+
+
+EXPLORERS = ["batching", "long_context", "memory_capacity", "moe_racks", "overtraining", "pipelining", "revnets"]
+
+
+def test_explorer_list_is_every_chapters():
+    found = {p.stem for p in (Path(chalk.figures.__file__).parent).glob("*.py")
+             if "class Explorer(explorer.Explorer)" in p.read_text()}
+    assert found == set(EXPLORERS)
+
+
+@pytest.mark.parametrize("module", EXPLORERS)
+def test_moving_the_first_widget_changes_the_picture(module):
+    """What a student does in JupyterLab, without the browser (tests/test_lab.py does it in a real
+    JupyterLab for one chapter): move the first control's widget one stop, or pick another option,
+    and the explorer draws a new picture and readout."""
+    ex = importlib.import_module(f"chalk.figures.{module}").Explorer()
+    name = ex.controls[0].name
+    widget = ex.widgets[name]
+    before, text = bytes(ex.image.value), ex.text.value
+    values = [v for _, v in widget.options]
+    here = values.index(widget.value)
+    widget.value = values[here - 1 if here == len(values) - 1 else here + 1]
+    assert ex.params[name] == widget.value
+    assert bytes(ex.image.value) != before and ex.text.value != text
