@@ -239,3 +239,10 @@ def test_readme_shows_the_allreduce_line_and_a_published_run(capsys):
         printed.append(capsys.readouterr().out)
     assert any("all-reduce time (tensor parallel)" in out for out in printed)
     assert any("published (" in out and "of this bound" in out for out in printed)
+
+
+def test_deduce_refuses_a_slipped_parameter_count_before_any_output(capsys):
+    code = cli.main(["deduce", "--input", "1", "--output", "4", "--step-context", "65536", "--step-input", "2",
+                     "--step-output", "1.5", "--active-params", "70"])
+    printed = capsys.readouterr()
+    assert code == 2 and "active_params" in printed.err and printed.out == ""

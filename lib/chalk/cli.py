@@ -360,6 +360,7 @@ def _deduce(args) -> int:
     if args.model is not None:
         models.get(args.model)
     price = _deduce_price(args)
+    pricing.check_active_params(args.active_params)
     name = "the typed-in prices" if args.price is None else f"{price.provider} {price.model}'s prices (as of {price.as_of})"
     print(f"What {name} imply, on {calculator.resolve(target).label}:")
     rows = [("input / output", f"${price.input:g} / ${price.output:g} per Mtok (output {price.output_to_input:.3g}x input)")]

@@ -234,13 +234,18 @@ MIN_ACTIVE_PARAMS = 1e8
 number is a slip (70 instead of 70e9), not a model."""
 
 
+def check_active_params(active_params) -> None:
+    """None, or a parameter count a served model could have (``MIN_ACTIVE_PARAMS`` to 1e14)."""
+    if active_params is not None:
+        in_range("active_params", active_params, MIN_ACTIVE_PARAMS, 1e14)
+
+
 def deduce(price, model=None, target="H100-SXM", dtype="bf16", active_params=None) -> list[Deduction]:
     """Everything this module reads off one price entry (a catalog name or ``typed_price``): the
     decode MFU; with a step, the KV bytes per token in the lecture's form for ``active_params``
     and from ``model``'s own shapes; the storage tier behind each cache write's hold."""
     price = _price(price)
-    if active_params is not None:
-        in_range("active_params", active_params, MIN_ACTIVE_PARAMS, 1e14)
+    check_active_params(active_params)
     out = [implied_decode_mfu(price)]
     if price.long_context and active_params is not None:
         out.append(implied_kv_bytes_lecture(price, active_params, target, dtype))
