@@ -5,8 +5,8 @@ runner (nbclient), installed from the package index as a student would.
 Every problem set runs there once, filled in by turns with the right answer, the first typical
 mistake (both computed here from the instructor's key) and nothing: each check says right, wrong
 with that mistake's hint, or not answered, so the sealed key gives the feedback the plain key
-gives. (One run per set covers the three verdicts that a blank and a filled run covered before.) The environment must not hold the plain keys, ``myst_nb`` or the
-grader, and every import of the chapter notebooks must resolve in it.
+gives (one run per set covers the three verdicts). The environment must not hold the plain keys,
+``myst_nb`` or the grader, and every import of the chapter notebooks must resolve in it.
 
 Installing takes about a minute (numbers of this machine's package mirror); without a reachable
 index the test is skipped, except in CI.
