@@ -22,7 +22,12 @@ EXERCISES = problem_set("04_memory_capacity")
 MIXTRAL_N, MIXTRAL_KV = 46.70e9, 2 * 8 * 128 * 32 * 2      # 32 layers, 8 KV heads of 128, BF16
 LLAMA70_N, LLAMA70_KV = 70.55e9, 2 * 8 * 128 * 80 * 2      # Llama 3.1 70B has Llama 3 70B's shape
 LLAMA405_N, LLAMA405_KV = 405.85e9, 2 * 8 * 128 * 126 * 2
-QWEN3_N, QWEN3_KV = 235.09e9, 2 * 4 * 128 * 94 * 2          # 94 layers, 4 KV heads of 128
+# Qwen3-235B-A22B (config.json): 94 layers of attention (64 query heads and 4 KV heads of 128, q/k norms)
+# and 128 routed experts of 3 x 4,096 x 1,536 (8 per token); untied embeddings of 151,936 x 4,096.
+QWEN3_ROUTED = 94 * 128 * 3 * 4096 * 1536
+QWEN3_N = (QWEN3_ROUTED + 94 * (4096 * 8192 * 2 + 4096 * 512 * 2 + 4096 * 128 + 2 * 4096 + 2 * 128)
+           + 2 * 151936 * 4096 + 4096)
+QWEN3_KV = 2 * 4 * 128 * 94 * 2
 # Kimi K2 (config.json): 61 layers, the first dense; 60 MoE layers of 384 routed experts of
 # 3 x 7,168 x 2,048 (8 per token) and one shared; MLA (q rank 1,536, kv rank 512, RoPE 64, 64 heads
 # of 128 + 64); untied embeddings of 163,840 x 7,168.
@@ -138,9 +143,6 @@ def test_exact_items_take_only_the_integer():
 
 
 # --- the choices: each verdict recomputed -------------------------------------------------------
-QWEN3_ROUTED = 94 * 128 * 3 * 4096 * 1536                  # 128 experts of 3 x 4,096 x 1,536, 8 per token
-
-
 def test_slow_hops_make_the_cache_grow_with_depth_by_less_than_double():
     s = key.SLOW_HOPS
     reads = ((QWEN3_N - QWEN3_ROUTED * (1 - 8 / 128) ** 64) * 1 + 64 * 32768 * QWEN3_KV) / (8 * H200_BW)
