@@ -190,7 +190,7 @@ def test_hold_tier_wait_picks_flash_once_the_waiting_gpus_are_paid():
 def test_storage_price_matches_hbm_rent_and_no_slower_tier():
     s = key.STORAGE
     price = prices.get(s["price"]).cache_storage_per_hour
-    assert price == 4.5                                     # ai.google.dev pricing: $4.50 per 1M tokens per hour
+    assert price == 4.5        # the catalog's entry: USD 4.50 per million tokens per hour (finding 2 re-dates its prices)
     qwen_bf16 = 2 * QWEN["layers"] * QWEN["kv_heads"] * QWEN["d_head"] * 2
     p_hbm = 8 * s["usd_per_chip_hour"] / 3600 / (8 * H200_HBM)
     hbm_by_hand = 1e6 * qwen_bf16 * p_hbm * (3600 + H200_HBM / H200_W)
