@@ -49,6 +49,15 @@ def test_enough_exercises_with_complete_entries(chapter):
             assert all(f.strip() for f in ex.feedback.values()), ex.id
 
 
+@pytest.mark.parametrize("chapter", known_problem_sets())
+def test_each_set_asks_for_judgement_and_names_every_topic(chapter):
+    exercises = problem_set(chapter).values()
+    judged = [ex.id for ex in exercises if ex.judgement]
+    assert len(judged) >= 4, (chapter, judged)  # choices, or numbers that need the judgement first
+    assert any(ex.kind in (CHOICE, CHOICES) for ex in exercises), chapter
+    assert all(ex.topic.strip() for ex in exercises), [ex.id for ex in exercises if not ex.topic.strip()]
+
+
 @pytest.mark.parametrize("chapter, ex", CASES, ids=IDS)
 def test_key_is_right_within_its_tolerance_and_wrong_past_it(chapter, ex):
     value = ex.expected()
