@@ -5,15 +5,13 @@ other models, chips and contexts (``tests/test_student_edition.py`` searches the
 answer); the figures are drawn from the roofline formulas, as the chapter's are.
 """
 from collections.abc import Callable
-from functools import cache
-
 import numpy as np
 
 from ... import moe, operator, roofline
-from ...catalog import hardware, models, prices
+from ...catalog import hardware, models
 from ...catalog.quoted import LECTURE, USD_PER_CHIP_HOUR
 from ...figures.canvas import describe
-from ...notation import F, N_act, W, b_kv, b_w, f_att, r
+from ...notation import F, W, b_w
 from ..problems import ch01_batching as ch01
 
 V3, LLAMA_70B = "deepseek-v3", "llama-3-70b"
@@ -44,30 +42,10 @@ def _flops_per_kv_byte(model: str) -> float:
     return m.attention_flops_per_cached_token() / m.kv_bytes_per_token(2)
 
 
-def _lstar_matmuls_only(chip: str, model: str) -> float:
-    """L* of the first edition, attention's FLOPs left out: 2 N_act / (r b_kv)."""
-    rep = roofline.replica(chip, model)
-    n_act, _, _, kv, flops, bw, *_ = rep.params()
-    return float(roofline.balance_context_same_format.subs({f_att: 0, r: flops / bw, N_act: n_act, b_kv: kv}))
-
-
-def _v3_share_read(batch: int) -> float:
-    return moe.expected_experts_touched(V3, batch) / _v3_moe("n_routed_experts")
-
-
 def _nvl72_ms(batch: int, name: str = "t_step") -> float:
     """One DeepSeek-V3 step on the NVL72 at short context, in ms."""
     p = roofline.replica_params(NVL72["chip"], V3, NVL72["dtype"], NVL72["chips"])
     return 1e3 * float(roofline.numeric[name](batch, 0, *p))
-
-
-def _nvl72_busiest_read_ms() -> float:
-    """A lone token's weight read on the NVL72 with expert parallelism, in ms: the chip holding one
-    of its experts reads that whole expert in every MoE layer, besides its even share of everything
-    else. The roofline's floor assumes the token's experts spread perfectly over all the chips."""
-    m, chip = models.get(V3), hardware.get(NVL72["chip"])
-    shared = (m.total_params - m.routed_expert_params) / NVL72["chips"]
-    return 1e3 * (m.n_moe_layers * moe.expert_params(m) + shared) * hardware.bytes_per_weight(NVL72["dtype"]) / chip.hbm_bandwidth
 
 
 def _nvl72_alltoall_calls_ms() -> float:
@@ -77,32 +55,11 @@ def _nvl72_alltoall_calls_ms() -> float:
     return 1e3 * m.n_moe_layers * moe.layer_times(m, "gb200-nvl72", 1, NVL72["dtype"], links="measured").fixed
 
 
-@cache
-def _deepseek():
-    """Chapter 1's roofline beside DeepSeek's published serving (``chalk.operator``)."""
-    return operator.compare()
-
-
 def _deepseek_input_per_output() -> float:
     """Input tokens per output token over DeepSeek's published day: the mix a count of all tokens
     processed (Google's) holds."""
     out = operator.fleet_output_tokens_per_second()
     return (operator.fleet_tokens_per_second() - out) / out
-
-
-def _deepseek_bstar_per_gpu() -> float:
-    """DeepSeek-V3's B* on H800s at DeepSeek's context, divided over its expert-parallel GPUs."""
-    c = _deepseek()
-    op = c.operator
-    return roofline.balance_batch(op.chip, op.model, op.dtype, op.kv_tokens_per_output_token) / c.gpus
-
-
-def _slow_discount(price: str, tier: str) -> float:
-    return 1 - prices.get(price).slow_discounts[tier]
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.0f}%"
 
 
 def _sig2(x: float) -> str:
@@ -119,48 +76,24 @@ VALUES: dict[str, Callable[[], str]] = {
     "r_h200": lambda: f"{_r('H200'):.0f}",
     "r_gb200": lambda: f"{_r('GB200'):.0f}",
     "lecture_r_gb300_fp4": lambda: f"{_lecture_ratio('GB300', 'fp4'):.0f}",
-    "lecture_r_rubin_fp4": lambda: f"{_lecture_ratio('Rubin', 'fp4'):.0f}",
-    "balance_v3_h100": lambda: f"{roofline.balance_batch('H100-SXM', V3, 'bf16'):,.0f}",
-    "balance_v3_lecture_s": lambda: f"{_r('H100-SXM') * LECTURE_S:,.0f}",
-    "balance_v3_nvl72": lambda: f"{roofline.balance_batch(NVL72['chip'], V3, NVL72['dtype']):,.0f}",
-    "balance_v3_nvl72_per_gpu": lambda: f"{roofline.balance_batch(NVL72['chip'], V3, NVL72['dtype']) / NVL72['chips']:.0f}",
-    "ds_ep_gpus": lambda: f"{_deepseek().gpus}",
-    "ds_bstar_per_gpu": lambda: f"{_deepseek_bstar_per_gpu():.0f}",
-    "ds_layout_balance_one_read": lambda: _sig2(_deepseek().balance_batch_per_gpu_one_read),
-    "ds_layout_balance_per_micro_batch": lambda: _sig2(_deepseek().balance_batch_per_gpu),
-    "ds_micro_batches": lambda: f"{_deepseek().operator.decode_micro_batches}",
-    "lstar_v3_h100": lambda: _sig2(roofline.balance_context_for("H100-SXM", V3, "bf16")),
-    "lstar_v3_h100_matmuls_only": lambda: _sig2(_lstar_matmuls_only("H100-SXM", V3)),
     "lstar_llama70_h100": lambda: _sig2(roofline.balance_context_for("H100-SXM", LLAMA_70B, "bf16")),
     "mla_flops_per_byte_v3": lambda: f"{_flops_per_kv_byte(V3):.0f}",
     "gqa_flops_per_byte_llama70": lambda: f"{_flops_per_kv_byte(LLAMA_70B):.0f}",
-    "kv_v3_kib": lambda: f"{models.get(V3).kv_bytes_per_token(2) / 1024:.0f}",
-    "share_v3_b1": lambda: _pct(_v3_share_read(1)),
-    "share_v3_b32": lambda: _pct(_v3_share_read(32)),
-    "share_v3_b100": lambda: _pct(_v3_share_read(100)),
     "drain_h100_ms": lambda: f"{hardware.get('H100-SXM').drain_time * 1e3:.0f}",
     "drain_a100_ms": lambda: f"{hardware.get('A100-80GB').drain_time * 1e3:.0f}",
     "drain_gb200_ms": lambda: f"{hardware.get('GB200').drain_time * 1e3:.0f}",
     "floor_v3_nvl72_ms": lambda: f"{_nvl72_ms(1):.3f}",
-    "every_weight_v3_nvl72_ms": lambda: f"{_nvl72_ms(1, 't_weights_all'):.2f}",
-    "busiest_read_v3_nvl72_ms": lambda: f"{_nvl72_busiest_read_ms():.2f}",
     "alltoall_calls_v3_nvl72_ms": lambda: f"{_nvl72_alltoall_calls_ms():.1f}",
     "v3_moe_layers": lambda: f"{models.get(V3).n_moe_layers}",
-    "mfu_v3_nvl72_b1": lambda: f"{_nvl72_ms(1, 't_compute') / _nvl72_ms(1):.1%}",
     "fast_shrink": lambda: f"{(lambda normal, fast: normal / fast)(*roofline.fast_mode(ch01.FAST_SPEED, ch01.FAST_PRICE)):.0f}",
     "fast_price": lambda: f"{ch01.FAST_PRICE:g}",
     "fast_speed": lambda: f"{ch01.FAST_SPEED:g}",
-    "batch_api_discount": lambda: _pct(_slow_discount("anthropic/claude-opus-4.6", "batch")),
-    "batch_api_hours": lambda: f"{prices.get('anthropic/claude-opus-4.6').batch['within_hours']}",
-    "off_peak_discount": lambda: _pct(_slow_discount("deepseek/deepseek-chat@2025-02", "off-peak")),
     "v3_routed": lambda: f"{_v3_moe('experts_per_token')}",
     "v3_experts": lambda: f"{_v3_moe('n_routed_experts')}",
     "v3_shared": lambda: f"{_v3_moe('n_shared_experts')}",
     "lecture_v3_active": lambda: f"{LECTURE['deepseek_active_experts']:.0f}",
     "lecture_v3_experts": lambda: f"{LECTURE['deepseek_experts']:.0f}",
     "lecture_s": lambda: f"{LECTURE_S:g}",
-    "lecture_replica_sequences": lambda: f"{LECTURE['replica_sequences']:,.0f}",
-    "lecture_replica_steps": lambda: f"{LECTURE['replica_steps_per_second']:.0f}",
     "lecture_replica_tps": lambda: f"{LECTURE['replica_tokens_per_second']:,.0f}",
     "lecture_gemini_replicas": lambda: f"{LECTURE['gemini_over_replica']:,.0f}",
     "ds_input_per_output": lambda: f"{_deepseek_input_per_output():.1f}",

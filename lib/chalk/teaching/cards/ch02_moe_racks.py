@@ -7,7 +7,7 @@ and load-balance plot, redrawn at card size.
 from collections.abc import Callable
 
 from ... import moe
-from ...catalog import hardware, layouts, memory_data, models, systems
+from ...catalog import hardware, layouts, models, systems
 from ...catalog.quoted import LECTURE as BOARD
 
 _DS = "deepseek-v3"
@@ -81,30 +81,18 @@ def _imbalance_figure():
 
 
 VALUES: dict[str, Callable[[], str]] = {
-    "moe_ds_experts": lambda: f"{models.get(_DS).moe['n_routed_experts']}",
-    "moe_ds_k": lambda: f"{models.get(_DS).moe['experts_per_token']}",
-    "moe_ds_shared": lambda: f"{models.get(_DS).moe['n_shared_experts']}",
     "moe_ds_tot": lambda: f"{models.get(_DS).total_params / 1e9:,.0f}",
     "moe_ds_act": lambda: f"{models.get(_DS).active_params / 1e9:,.1f}",
     "moe_ds_act_published": lambda: f"{models.get(_DS).reported_active_params / 1e9:,.0f}",
-    "moe_ds_embed": lambda: f"{models.get(_DS).embedding_params / 1e9:,.1f}",
     "moe_lecture_chips": lambda: f"{_expert_chips()}",
     "moe_nvl72_count": lambda: f"{systems.get(_NVL72).count}",
-    "moe_g64": lambda: f"{moe.experts_per_chip(_DS, _expert_chips())}",
     "moe_g72": lambda: f"{moe.experts_per_chip(_DS, systems.get(_NVL72).count)}",
-    "moe_g72_full": lambda: f"{(h := moe.experts_on_chips(_DS, systems.get(_NVL72).count)).count(max(h))}",
     "moe_two_racks": lambda: f"{_two_racks():.0f}",
     "moe_two_racks_dedup": lambda: f"{_two_racks(dedup=True):.1f}",
     "moe_h800_rho_measured": lambda: f"{_h800_rho_measured():.1f}",
     "moe_compute_bound_chip": lambda: f"{moe.compute_bound_step(_DS, _NVL72, 'fp8', chips=_expert_chips()) / _expert_chips():.0f}",
-    "moe_spare_copies": lambda: f"{systems.get(_NVL72).count * moe.experts_per_chip(_DS, _expert_chips()) - models.get(_DS).moe['n_routed_experts']}",
-    "moe_attention_tp": lambda: f"{memory_data.deployment('deepseek-v3-decode')['attention_tensor']}",
-    "moe_tokens_per_chip": lambda: f"{_TOKENS_PER_CHIP}",
-    "moe_nvl72_rho": lambda: f"{systems.get(_NVL72).scale_up_to_out:.0f}",
     "moe_rho_low": lambda: f"{min(_rhos()):.0f}",
     "moe_rho_high": lambda: f"{max(_rhos()):.0f}",
-    "moe_v5p_rho": lambda: f"{systems.get('tpu-v5p-cube').scale_up_to_out:.0f}",
-    "moe_v5p_pod": lambda: f"{systems.get('tpu-v5p-cube').chip.scale_up_domain:,}",
     "moe_lecture_rho": lambda: f"{BOARD['scale_up_to_out']:.0f}",
     "moe_h100_both": lambda: f"{hardware.get('H100-SXM').scale_up_bandwidth_bidirectional / 1e9:,.0f}",
     "moe_h100_one": lambda: f"{hardware.get('H100-SXM').scale_up_bandwidth / 1e9:,.0f}",
@@ -113,25 +101,18 @@ VALUES: dict[str, Callable[[], str]] = {
     "moe_rep_gb": lambda: f"{_placement(_NVL72).replicated_bytes / 1e9:.0f}",
     "moe_even_gb": lambda: f"{_even_split_bytes() / 1e9:.0f}",
     "moe_hgx_weights_gb": lambda: f"{_placement('hgx-h100').weight_bytes / 1e9:.0f}",
-    "moe_hgx_g": lambda: f"{_placement('hgx-h100').experts_per_chip}",
     "moe_decode_chips": lambda: f"{_online_decode().chips}",
-    "moe_decode_red": lambda: f"{_online_decode().redundant}",
     "moe_decode_g": lambda: f"{_online_decode().experts_per_chip}",
     "moe_box_tb": lambda: f"{_growth('HGX H100').hbm / 1e12:.2f}",
     "moe_nvl72_tb": lambda: f"{_growth('GB200').hbm / 1e12:.1f}",
     "moe_ultra_tb": lambda: f"{_growth('Rubin Ultra').hbm / 1e12:.0f}",
     "moe_ultra_packages": lambda: f"{_growth('Rubin Ultra').packages}",
-    "moe_ultra_dies": lambda: f"{_growth('Rubin Ultra').dies}",
     "moe_ultra_per": lambda: f"{_growth('Rubin Ultra').dies_per_package}",
-    "moe_nvl72_dies": lambda: f"{_growth('GB200').dies}",
     "moe_lecture_rubin": lambda: f"{moe.LECTURE['rubin_domain']:.0f}",
     "moe_reach_50": lambda: f"{moe.COPPER_REACH[50]:.0f}",
     "moe_reach_100": lambda: f"{moe.COPPER_REACH[100]:.0f}",
-    "moe_lane_b": lambda: f"{moe.lane_rate(_NVL72) / 1e9:.0f}",
     "moe_v5p_share": lambda: f"{moe.torus_share('tpu-v5p-cube'):.2f}",
-    "moe_v5e_share": lambda: f"{moe.torus_share('tpu-v5e-256'):.3f}",
     "moe_v5p_shape": lambda: _torus_text("tpu-v5p-cube"),
-    "moe_v5e_shape": lambda: _torus_text("tpu-v5e-256"),
 }
 """Numbers the cards quote, each computed from chalk and formatted as the card shows it."""
 

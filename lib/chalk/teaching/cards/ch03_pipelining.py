@@ -15,10 +15,6 @@ _CARD_GANTT = dict(stages=4, microbatches=6)
 """The card's Gantt chart: small enough to read every box at card size."""
 
 
-def _k() -> int:
-    return models.get(_DS).moe["experts_per_token"]
-
-
 def _nvl72():
     # The chapter's table counts the choices that stay on a chip: E = the rack's chips.
     return pipeline.rack_boundary(_DS, _NVL72, expert_parallel=systems.get(_NVL72).count)
@@ -48,7 +44,6 @@ def _bubbles():
 
 VALUES: dict[str, Callable[[], str]] = {
     "pp_lecture_rho": lambda: f"{pipeline.LECTURE_RHO:.0f}",
-    "pp_k_ds": lambda: f"{_k()}",
     "pp_nvl72_rho": lambda: f"{_nvl72().bandwidth_ratio:.0f}",
     "pp_nvl72_one_layer": lambda: f"{_nvl72().ratio_one_layer:.2f}",
     "pp_nvl72_min_layers": lambda: f"{_nvl72().min_layers}",

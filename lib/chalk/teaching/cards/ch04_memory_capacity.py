@@ -18,11 +18,6 @@ _DS = dict(model="deepseek-v3", dtype="fp8", batch=1024, context=4096)
 _GB = 1e9
 
 
-def _ds_crossing() -> memory.Crossover:
-    """DeepSeek-V3 on GB200 NVL72 stages at 4,096 tokens: P* at the balance batch, which fits there."""
-    return memory.crossover_at_balance(_DS["model"], "gb200-nvl72", _DS["context"], _DS["dtype"])
-
-
 def _llama_parts(stages: int):
     l = _LLAMA
     return memory.per_chip_parts(l["model"], l["batch"], l["context"], l["dtype"], systems.get(l["system"]).count, stages)
@@ -54,14 +49,6 @@ def _copy_factor() -> str:
     return f"{placed.weight_bytes / even:.1f}"
 
 
-def _serve_chips(model: str, chip: str) -> int:
-    """Fewest chips whose usable HBM holds the BF16 weights alone."""
-    import math
-    from ...catalog import hardware
-    weights = memory.per_chip(model, 0, 0, "bf16")
-    return math.ceil(weights / (hardware.get(chip).hbm_capacity * (1 - HEADROOM)))
-
-
 def _stages_card():
     # Imported here so that a deck without figures loads even while the figures module is edited.
     from ...figures import memory_capacity
@@ -77,8 +64,6 @@ def _floor_card():
 
 
 VALUES: dict[str, Callable[[], str]] = {
-    "mc_llama_w1": lambda: f"{_llama_parts(1)[0] / _GB:.0f}",
-    "mc_llama_w8": lambda: f"{_llama_parts(8)[0] / _GB:.0f}",
     "mc_llama_k": lambda: f"{_llama_parts(1)[1] / _GB:.0f}",
     "mc_llama_batch": lambda: f"{_LLAMA['batch']}",
     "mc_llama_ctx": lambda: f"{_LLAMA['context']:,}",
@@ -89,33 +74,22 @@ VALUES: dict[str, Callable[[], str]] = {
     "mc_wall_capacity": lambda: _wall("capacity"),
     "mc_wall_bandwidth": lambda: _wall("bandwidth"),
     "mc_wall_compute": lambda: _wall("compute"),
-    "mc_share_early": lambda: _share("epoch-hbm-share-2024q1"),
     "mc_share_late": lambda: _share("epoch-hbm-share-2025q4"),
     "mc_lecture_capex": lambda: f"{memory_data.LECTURE['memory_capex_share']:.0%}",
     "mc_lecture_added_ms": lambda: f"{memory_data.LECTURE['added_ms']:.0f}",
     "mc_lecture_stages": lambda: f"{memory_data.LECTURE['stages']:.0f}",
     "mc_nccl_low": lambda: f"{memory_data.LATENCIES['nccl-net-step']['base_us_ll'] + memory_data.LATENCIES['nccl-net-step']['hop_us_ll']:.0f}",
     "mc_nccl_high": lambda: f"{memory_data.LATENCIES['nccl-net-step']['base_us_simple'] + memory_data.LATENCIES['nccl-net-step']['hop_us_simple']:.0f}",
-    "mc_deepep_low": lambda: f"{memory_data.LATENCIES['deepep-low-latency']['dispatch_us'][0]:.0f}",
-    "mc_deepep_high": lambda: f"{memory_data.LATENCIES['deepep-low-latency']['dispatch_us'][-1]:.0f}",
     "mc_adam_bytes": lambda: f"{memory_data.recipe('zero-mixed-adam').bytes_per_param:g}",
-    "mc_8bit_bytes": lambda: f"{memory_data.recipe('8bit-adam').bytes_per_param:g}",
-    "mc_hf_bytes": lambda: f"{memory_data.recipe('hf-mixed-adam').bytes_per_param:g}",
     "mc_train_70b_h100": lambda: f"{memory.fewest_chips_to_train('llama-3-70b', 'H100-SXM')}",
     "mc_train_70b_tb": lambda: f"{memory.training_state_bytes('llama-3-70b') / 1e12:.2f}",
     "mc_copy_factor": _copy_factor,
     "mc_decode_gpus": lambda: f"{memory_data.deployment('deepseek-v3-decode')['gpus']:.0f}",
-    "mc_ds_p_star": lambda: f"{_ds_crossing().stages:.2f}",
     "mc_l405_p_star": lambda: f"{memory.crossover_at_balance(_LLAMA['model'], _LLAMA['system'], 4096, _LLAMA['dtype']).stages:.1f}",
-    "mc_ds_batch": lambda: f"{_ds_crossing().batch:,.0f}",
-    "mc_ds_ctx": lambda: f"{_DS['context']:,}",
-    "mc_deepep_tokens": lambda: f"{memory_data.LATENCIES['deepep-low-latency']['tokens']:.0f}",
     "mc_adam_w": lambda: f"{memory_data.recipe('zero-mixed-adam').weights:g}",
     "mc_adam_g": lambda: f"{memory_data.recipe('zero-mixed-adam').gradients:g}",
     "mc_adam_o": lambda: f"{memory_data.recipe('zero-mixed-adam').optimizer:g}",
-    "mc_period_early": lambda: memory_data.COST_SHARES["epoch-hbm-share-2024q1"].period,
     "mc_period_late": lambda: memory_data.COST_SHARES["epoch-hbm-share-2025q4"].period,
-    "mc_serve_70b_h100": lambda: f"{_serve_chips('llama-3-70b', 'H100-SXM'):.0f}",
 }
 """Numbers the cards quote, each computed from chalk and formatted as the card shows it."""
 

@@ -36,18 +36,6 @@ def _lecture_ratio(tokens) -> float:
     return scaling.overtraining_ratio(LECTURE["active_params"], tokens)
 
 
-def _life(key: str, fit: str = "hoffmann") -> float:
-    x = overtraining.lecture_lifetime(fit)
-    return {"N": x["N"] / 1e9, "share": 100 * x["life"].pretraining / x["life"].total,
-            "ratio": scaling.overtraining_ratio(x["N"], x["D_pre"])}[key]
-
-
-def _life_range(key: str) -> tuple[float, float]:
-    """The lifetime optimum's ``key`` under the two fits, low then high."""
-    values = sorted(_life(key, fit) for fit in _FIT)
-    return values[0], values[-1]
-
-
 _FIT = {f: scaling.get_fit(f) for f in ("hoffmann", "epoch")}
 
 VALUES: dict[str, Callable[[], str]] = {
@@ -60,7 +48,6 @@ VALUES: dict[str, Callable[[], str]] = {
     "ot_epoch_alpha": lambda: f"{_FIT['epoch'].alpha:g}",
     "ot_epoch_beta": lambda: f"{_FIT['epoch'].beta:g}",
     "ot_gopher_budget": lambda: _power(GOPHER_BUDGET, 3),
-    "ot_gopher_n_hoff": lambda: f"{scaling.compute_optimal(GOPHER_BUDGET, 'hoffmann')[0] / 1e9:.0f}",
     "ot_gopher_tpp_hoff": lambda: f"{_tpp('hoffmann'):.0f}",
     "ot_gopher_tpp_epoch": lambda: f"{_tpp('epoch'):.0f}",
     "ot_penalty_13": lambda: f"{100 * (scaling.heuristic_penalty(1, 3) - 1):.0f}",
@@ -82,11 +69,6 @@ VALUES: dict[str, Callable[[], str]] = {
     "ot_ds_tpp_active": lambda: f"{_row('deepseek-v3').tokens_per_param:.0f}",
     "ot_ds_tpp_total": lambda: f"{_row('deepseek-v3').tokens / _row('deepseek-v3').total_params:.0f}",
     "ot_llama8_rule": lambda: f"{_row('llama-3-8b').vs_rule:.0f}",
-    "ot_life_n_lo": lambda: f"{_life_range('N')[0]:.0f}",
-    "ot_life_n_hi": lambda: f"{_life_range('N')[1]:.0f}",
-    "ot_life_share": lambda: f"{_life('share'):.0f}",
-    "ot_life_ratio_lo": lambda: f"{_life_range('ratio')[0]:,.0f}",
-    "ot_life_ratio_hi": lambda: f"{_life_range('ratio')[1]:,.0f}",
     "ot_kappa_hi": lambda: f"{scaling.KAPPA_RANGE[1]:.0f}",
 }
 """Numbers the cards quote, each computed from chalk and formatted as the card shows it."""

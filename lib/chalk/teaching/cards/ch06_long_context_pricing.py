@@ -26,10 +26,6 @@ def _lecture_kv() -> float:
     return pricing.kv_bytes_from_crossover(200e3, 100e9, LECTURE["hardware_ratio"])
 
 
-def _switches():
-    return pricing.tier_envelope(_RACK)[1]
-
-
 def _sparse(context=131072):
     """Full MLA's reads over DSA's, both on the FP8 cache DeepSeek-V3.2 stores (like for like)."""
     dense, sparse = (pricing.decode_attention_work("deepseek-v3", context, s, v32_fp8=True) for s in (False, "dsa"))
@@ -91,11 +87,7 @@ VALUES: dict[str, Callable[[], str]] = {
     "lc_cross_llama": lambda: f"{pricing.attention_crossover_context('llama-3.1-70b', 'H100-SXM', 'fp8') / 1e3:,.0f}",
     "lc_cross_ds": lambda: f"{pricing.attention_crossover_context('deepseek-v3', 'H800', 'fp8') / 1e3:,.1f}",
     "lc_sparse_ratio": lambda: f"{_sparse():.1f}",
-    "lc_sparse_exp": lambda: f"{pricing.growth_exponent('deepseek-v3', 131072, 'dsa', v32_fp8=True):.2f}",
     "lc_dsa_k": lambda: f"{pricing.sparse_attention_config()['index_top_k']:,.0f}",
-    "lc_ddr_switch": lambda: f"{_switches()[1].hold_seconds:.0f}",
-    "lc_disk_switch": lambda: f"{_switches()[2].hold_seconds / 3600:.1f}",
-    "lc_hbm_switch_ms": lambda: f"{1e3 * _switches()[0].hold_seconds:.0f}",
     "lc_flash_drain_h": lambda: f"{pricing.tiers.catalog_tiers()['3fs-storage-node'].drain_time / 3600:.1f}",
     "lc_disk_drain_h": lambda: f"{pricing.tiers.catalog_tiers()['hdd-exos-x24'].drain_time / 3600:.1f}",
     "lc_card_kink": lambda: f"{roofline.balance_context_for('H100-SXM', _CARD_C['model'], _CARD_C['dtype']):,.0f}",
@@ -107,7 +99,6 @@ VALUES: dict[str, Callable[[], str]] = {
     "lc_ds_price_in": lambda: f"{_deepseek().priced_at.input:.2f}",
     "lc_ds_chip_all": lambda: f"{pricing.operator_chip_time_ratio(operator.DEEPSEEK):.1f}",
     "lc_ds_chip_miss": lambda: f"{pricing.operator_chip_time_ratio(operator.DEEPSEEK, cache_misses_only=True):.1f}",
-    "lc_ds_margin": lambda: f"{_deepseek().cost_profit_margin_percent:.0f}",
 }
 """Numbers the cards quote, each computed from chalk and formatted as the card shows it."""
 

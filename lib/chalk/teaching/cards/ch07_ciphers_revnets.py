@@ -20,22 +20,11 @@ def _gb(policy: str, peak: bool = False) -> str:
     return f"{rv.activation_memory(_MODEL, _TOKENS, policy, peak=peak) / 1e9:,.1f}"
 
 
-def _ratio(peak: bool) -> float:
-    return (rv.activation_memory(_MODEL, _TOKENS, "block", peak=peak)
-            / rv.activation_memory(_MODEL, _TOKENS, "reversible", peak=peak))
-
-
 VALUES: dict[str, Callable[[], str]] = {
     "ch07_ideal_16": lambda: f"{revnets.random_permutation_flip(16):.4f}",
     "ch07_full_per_token": lambda: f"{float(rv.KEPT_PER_TOKEN.subs({rv.b_act: 2, rv.d_model: 1})):.0f}",
-    "ch07_overhead_pct": lambda: f"{100 * rv.recompute_overhead('block'):.0f}",
-    "ch07_full_gb": lambda: _gb("full"),
     "ch07_block_gb": lambda: _gb("block"),
     "ch07_rev_gb": lambda: _gb("reversible"),
-    "ch07_block_peak_gb": lambda: _gb("block", peak=True),
-    "ch07_rev_peak_gb": lambda: _gb("reversible", peak=True),
-    "ch07_kept_ratio": lambda: f"{_ratio(peak=False):.0f}",
-    "ch07_peak_ratio": lambda: f"{_ratio(peak=True):.1f}",
     "ch07_selective_pct": lambda: f"{100 * rv.selective_recompute_overhead(_MODEL, _SEQ):.1f}",
     "ch07_selective_seq": lambda: f"{_SEQ:,}",
     "ch07_model": lambda: models.get(_MODEL).display,
