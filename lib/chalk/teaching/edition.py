@@ -31,8 +31,9 @@ README = """\
 # Chalk: the student edition
 
 `exercises/` holds the problem sets, `notebooks/` the chapters. Each problem set checks your
-answers as you go: put a number in the variable an answer cell names, run it, then run the check
-cell below it. The notebooks need the `chalk` package, which is the wheel in this folder.
+answers as you go: put your answer in the variable an answer cell names (a number, or for a
+question with options the letter of your choice, such as `"b"`, or the letters of all that apply,
+such as `"a, c"`), run it, then run the check cell below it. The notebooks need the `chalk` package, which is the wheel in this folder.
 
 ## On your computer
 
