@@ -313,7 +313,8 @@ EXERCISES = (
                  "longer part whatever the batch.",
             "b": "an FP8 cache halves the bytes of a cached token but not its attention FLOPs, still run at "
                  "the BF16 rate: Kimi K2's attention then outruns the H200's BF16 ratio, so each token of "
-                 "context adds more compute than reading, and no context is memory-bound at every batch.",
+                 "context adds more compute than reading, and no context is memory-bound at every batch. "
+                 "It would exist with attention in FP8.",
             "c": "applies: FP8 attention runs the same FLOPs twice as fast, which brings them back below the "
                  "H200's ratio; L* returns, further out than with a BF16 cache.",
             "d": "DeepSeek-V3 has twice Kimi K2's heads: with an FP8 cache its attention does more FLOPs per "
@@ -439,13 +440,14 @@ EXERCISES = (
         },
         answer="d",
         feedback={
-            "a": "16 GPUs share the weight read, and at this batch and context both the cache read and "
-                 "attention take longer than it.",
+            "a": "that would hold at a short context or a small batch. Here 16 GPUs share the weight read, "
+                 "and at this batch and context both the cache read and attention take longer than it.",
             "b": "that holds if attention's FLOPs are left out. An FP8 cache takes half the bytes of a BF16 "
                  "one but the same FLOPs to attend to, at the BF16 rate: for DeepSeek-V3's 128-head latent "
                  "attention those FLOPs take longer than the bytes.",
-            "c": "a token's weight matmuls cost 2 N_act FLOPs once; its attention costs f_att for each of "
-                 "its 16,384 cached tokens, many times more.",
+            "c": "that would hold at a short context and a large batch. A token's weight matmuls cost "
+                 "2 N_act FLOPs once; its attention costs f_att for each of its 16,384 cached tokens, many "
+                 "times more.",
         },
         hint="compute the three times of one step: the matmuls and attention (t_compute, attention at the "
              "BF16 rate), the weight read and the cache read (t_mem). roofline.decode_point(...) with "
@@ -486,7 +488,8 @@ EXERCISES = (
                  "compute-bound, and the two chips have the same dense FP8 rate, so the steps are equal.",
             "b": "bandwidth per dollar decides when the step is memory-bound, as at a batch of a few hundred. "
                  "Here compute bounds the step on both chips.",
-            "d": "the steps are equally long, but the H200 rents for more per hour.",
+            "d": "that would hold if the two rented for the same: the steps are equally long, but the H200 "
+                 "rents for more per hour.",
         },
         hint="find each chip's regime at this batch (t_compute against t_mem), then its cost per token: "
              "t_step x rent per second / batch.",
@@ -533,8 +536,9 @@ EXERCISES = (
         },
         answer="c",
         feedback={
-            "a": "price ratio x speed ratio = B_0 / B_f is an identity of a cost proportional to t_step / B; "
-                 "it places no batch. Here the step is mostly the weight read, which no smaller batch shortens.",
+            "a": "that would need a step proportional to the batch. Price ratio x speed ratio = B_0 / B_f is "
+                 "an identity of a cost proportional to t_step / B and places no batch; here the step is "
+                 "mostly the weight read, which no smaller batch shortens.",
             "b": "that holds where the weight read is a small part of the step, as in fast_batch_shrink. Here "
                  "even one sequence takes longer than a step 2.5 times shorter than the normal one.",
         },

@@ -46,9 +46,9 @@ HIDE_CHANGES = dict(c=dict(chips=32), d=dict(dtype="bf16"), a=dict(tokens_per_ch
 THRESHOLD = dict(model="qwen3-235b-a22b", system="hgx-b200", dtype="fp8", reference_tokens_per_chip=512)
 """``hide_tokens_qwen``: Qwen3-235B-A22B on the 8 GPUs of an HGX B200, nominal rates; the reference
 batch only sets where the linear all-to-all time is read (every expert touched there)."""
-RACK2 = dict(model="deepseek-v3", system="gb300-nvl72", chips=64, tokens_per_chip=40, dtype="fp8", micro_batches=2)
+RACK2 = dict(model="deepseek-v3", system="gb300-nvl72", chips=64, tokens_per_chip=44, dtype="fp8", micro_batches=2)
 """``second_rack_ms``: DeepSeek-V3 decoding on 64 GPUs of a GB300 NVL72, then on 64 GPUs of each of
-two, every GPU keeping 40 tokens per micro-batch, nominal rates, every choice sent on its own."""
+two, every GPU keeping 44 tokens per micro-batch, nominal rates, every choice sent on its own."""
 
 
 def _alltoall_mb(bytes_per_element=ALLTOALL["bytes_per_element"], remote=True, both=True) -> float:
@@ -241,9 +241,9 @@ EXERCISES = (
         },
         answer="c",
         feedback={
-            "a": "in decode the matmuls are the shorter expert work: a GPU's 128 tokens use its experts "
-                 "far below the batch where the matmuls outlast the weight reads, and against the matmuls "
-                 "alone the all-to-all is longer at any batch here.",
+            "a": "that would hold above n_step*, in prefill or training, where the matmuls outlast the "
+                 "weight reads. A GPU's 128 tokens are far below it: the matmuls are the shorter expert work, "
+                 "and against them alone the all-to-all is longer at any batch here.",
             "b": "that holds at the links' nominal rates, bandwidth only. With the measured link model each "
                  "dispatch and each combine call also costs its fixed time, and NVLink runs at 80% of its "
                  "rate: the all-to-all then outlasts the reads.",
@@ -266,17 +266,19 @@ EXERCISES = (
         },
         answer={"c", "d"},
         feedback={
-            "a": "half the tokens halve the bytes, but each dispatch and each combine call still costs its "
-                 "fixed time, and the cover, the weight reads, does not shrink with the batch: still longer.",
-            "b": "FP8 halves the bytes, as halving the batch does, and leaves the fixed cost of every call: "
-                 "still longer than the weight reads.",
-            "c": "applies: each GPU then holds twice the experts and reads twice the weights per micro-batch, "
-                 "while it sends about the same bytes. It hides, and the step gets longer: hiding is a "
-                 "comparison, not a speed-up.",
+            "a": "that would be enough at nominal rates. Half the tokens halve the bytes, but each dispatch "
+                 "and each combine call still costs its fixed time, and the cover, the weight reads, does not "
+                 "shrink with the batch: still longer.",
+            "b": "that would be enough at nominal rates. FP8 halves the bytes, as halving the batch does, and "
+                 "leaves the fixed cost of every call: still longer than the weight reads.",
+            "c": "applies: each GPU then holds twice the routed experts and reads nearly twice the weights per "
+                 "micro-batch, while it sends about the same bytes. It hides, and the step gets longer: hiding "
+                 "is a comparison, not a speed-up.",
             "d": "applies: BF16 doubles every weight read, the cover, and leaves the all-to-all as it is. It "
                  "hides because the step got slower.",
-            "e": "the busiest GPU still holds as many experts as on 64 (384 does not divide by 72), so its "
-                 "reads stay the same, and its all-to-all too: still longer.",
+            "e": "spreading the experts wider can only shorten a GPU's reads, the cover; and 384 experts over "
+                 "72 GPUs still leave as many on the busiest GPU as over 64, so its reads and its all-to-all "
+                 "stay as they were: still longer.",
         },
         hint="in decode the other micro-batch's weight reads are the cover: a change helps only if it "
              "shortens the all-to-all below them, fixed cost per call included, or lengthens the reads. "
