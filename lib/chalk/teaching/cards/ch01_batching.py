@@ -62,10 +62,11 @@ def _deepseek_input_per_output() -> float:
     return (operator.fleet_tokens_per_second() - out) / out
 
 
-def _sig2(x: float) -> str:
-    """Two significant digits, grouped: all an L* that subtracts two close numbers can claim."""
+def _sig2(x: float, digits: int = 2) -> str:
+    """Two significant digits, grouped: all an L* that subtracts two close numbers can claim (three
+    where the chapter prints three)."""
     from ..corrections import sig  # imported here: the corrections import the decks, which import this module
-    return sig(x, 2)
+    return sig(x, digits)
 
 
 VALUES: dict[str, Callable[[], str]] = {
@@ -76,7 +77,7 @@ VALUES: dict[str, Callable[[], str]] = {
     "r_h200": lambda: f"{_r('H200'):.0f}",
     "r_gb200": lambda: f"{_r('GB200'):.0f}",
     "lecture_r_gb300_fp4": lambda: f"{_lecture_ratio('GB300', 'fp4'):.0f}",
-    "lstar_llama70_h100": lambda: _sig2(roofline.balance_context_for("H100-SXM", LLAMA_70B, "bf16")),
+    "lstar_llama70_h100": lambda: _sig2(roofline.balance_context_for("H100-SXM", LLAMA_70B, "bf16"), 3),
     "mla_flops_per_byte_v3": lambda: f"{_flops_per_kv_byte(V3):.0f}",
     "gqa_flops_per_byte_llama70": lambda: f"{_flops_per_kv_byte(LLAMA_70B):.0f}",
     "drain_h100_ms": lambda: f"{hardware.get('H100-SXM').drain_time * 1e3:.0f}",
