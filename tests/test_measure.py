@@ -133,6 +133,7 @@ def test_the_real_measurement_runs():
     m = measure.moe_step(batches=(1, 2, 4, 8), layers=2, width=128, experts=8, top_k=2, repeats=2)
     for sweep in (d, m):
         assert sweep.seconds.shape == (4,) and np.all(np.isfinite(sweep.seconds)) and np.all(sweep.seconds > 0)
+    assert (d.layers, d.width, m.layers, m.width) == (2, 256, 2, 128)
     # Each token picks top_k distinct experts, and a step cannot touch more than there are.
     assert m.experts_touched[0] == 2 and np.all(m.experts_touched <= 8)
     lab = measure.Lab(c, d, m, measure.compare(d, c.flops, c.bandwidth), measure.compare(m, c.flops, c.bandwidth))

@@ -150,6 +150,12 @@ class StepSweep:
     top_k: int = 1
     experts_touched: np.ndarray | None = None
     threads: int | None = None
+    layers: int = 1
+
+    @property
+    def width(self) -> int:
+        """Each square weight matrix's side (a layer's, or an expert's)."""
+        return round(math.sqrt(self.total_params / (self.layers * self.experts)))
 
     @property
     def routed_params(self) -> float:
@@ -197,7 +203,7 @@ def dense_step(batches=DENSE_BATCHES, layers=8, width=2048, repeats=5, threads=1
     with blas_threads(threads) as used:
         seconds = _sweep(step, batches, repeats, _clock(used))
     params = float(layers * width * width)
-    return StepSweep(batches, seconds, params, params, threads=used)
+    return StepSweep(batches, seconds, params, params, threads=used, layers=layers)
 
 
 def moe_step(batches=MOE_BATCHES, layers=2, width=1024, experts=16, top_k=2, repeats=5, threads=1,
@@ -236,7 +242,7 @@ def moe_step(batches=MOE_BATCHES, layers=2, width=1024, experts=16, top_k=2, rep
         seconds = _sweep(step, batches, repeats, _clock(used))
     return StepSweep(batches, seconds, float(layers * top_k * width * width),
                      float(layers * experts * width * width), experts, top_k,
-                     np.array([np.mean(touched[b]) for b in batches]), used)
+                     np.array([np.mean(touched[b]) for b in batches]), used, layers)
 
 
 # --- the analysis -----------------------------------------------------------------------------
