@@ -49,6 +49,7 @@ def test_flip_shows_back_and_marking_shows_the_next_front():
     assert "Question" in review.face_html(s)
     s.flip()
     assert "Answer" in review.face_html(s) and s.flipped
+    assert f"<p class=\"chalk-read\">Read: Chapter {int(card.chapter[:2])}, {card.section_title}</p>" in review.face_html(s)
     s.mark(True)
     assert not s.flipped and s.current is not card
 

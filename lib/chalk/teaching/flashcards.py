@@ -306,13 +306,14 @@ def card_html(text: str) -> str:
     return _MARKDOWN.render(text).strip()
 
 
-def section_html(card: Card, href: str) -> str:
-    """"Read: Chapter N, <heading>" linking to ``href``, or nothing for a card without a section."""
+def section_html(card: Card, href: str | None = None) -> str:
+    """"Read: Chapter N, <heading>", linking to ``href`` if given; nothing for a card without a section."""
     if not card.section:
         return ""
-    title = _MARKDOWN.renderInline(card.section_title or card.section)
-    return (f'<p class="chalk-read">Read: <a href="{html.escape(href)}">Chapter {int(card.chapter[:2])}, '
-            f'{title}</a></p>')
+    where = f"Chapter {int(card.chapter[:2])}, {_MARKDOWN.renderInline(card.section_title or card.section)}"
+    if href is not None:
+        where = f'<a href="{html.escape(href)}">{where}</a>'
+    return f'<p class="chalk-read">Read: {where}</p>'
 
 
 # One face shows at a time; the grid stretches the cards of a row to the same height.

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..errors import ChalkError
-from .flashcards import DECK_DIR, Card, Deck, card_html, figure_alt, load_decks, render_figure
+from .flashcards import DECK_DIR, Card, Deck, card_html, figure_alt, load_decks, render_figure, section_html
 
 BUNDLE = Path(__file__).resolve().parent / "deck"
 """The rendered cards of the student package: ``cards.json``, one PNG per figure and what each
@@ -157,8 +157,10 @@ def face_html(s: Session) -> str:
     if s.done:
         return "<p>Nothing left to review.</p>"
     card = s.current
-    side = "Answer" if s.flipped else "Question"
-    return f"<p><b>{side}</b></p>" + card_html(card.back if s.flipped else card.front)
+    if not s.flipped:
+        return "<p><b>Question</b></p>" + card_html(card.front)
+    # The section in words, not a link: the site's addresses do not hold inside a Jupyter server.
+    return "<p><b>Answer</b></p>" + card_html(card.back) + section_html(card)
 
 
 def progress_html(s: Session) -> str:
