@@ -13,6 +13,7 @@ from chalk.teaching.exercises import problem_set
 from chalk.teaching.student import (BEGIN, END, FREE_TEXT, PLACEHOLDER, SolutionMarkerError, exercise_of_cells,
                                     main, student_notebook, titles, write_student)
 from conftest import ROOT
+from key_answers import unanswered_words
 
 SOURCE = ROOT / "exercises" / "01_batching.ipynb"
 EXERCISES = problem_set("01_batching")
@@ -121,7 +122,7 @@ def test_student_edition_keeps_every_check_and_asks_for_each_answer(student):
 def test_student_edition_runs_and_reports_not_answered(student):
     results = run(nbformat.from_dict(student))
     for ex_id in EXERCISES:
-        assert f"[unanswered] {ex_id}: set `{ex_id}` to a number" in results[ex_id], results[ex_id]
+        assert f"[unanswered] {ex_id}: {unanswered_words(EXERCISES[ex_id])}" in results[ex_id], results[ex_id]
 
 
 # --- the generator ----------------------------------------------------------------------------
