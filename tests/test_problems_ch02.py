@@ -31,11 +31,11 @@ KIMI_MLA_ATTENTION = (7168 * 1536 + 1536 * 64 * (128 + 64) + 7168 * (512 + 64) +
 # 64 query heads and 4 KV heads of 128, vocabulary 151,936, untied.
 QW_D, QW_LAYERS, QW_N, QW_K, QW_FF, QW_VOCAB = 4096, 94, 128, 8, 1536, 151936
 QW_ATTENTION = QW_D * 64 * 128 * 2 + QW_D * 4 * 128 * 2
-# Spec sheets, per direction: H200 NVLink 4 900 GB/s both ways; H800 NVLink 400 GB/s both ways and a
+# Spec sheets, per direction: H800 NVLink 400 GB/s both ways and a
 # 400 Gb/s NIC; GB300 288 GB HBM3e per GPU, 8 TB/s, 5 PFLOP/s dense FP8, NVLink 5 1.8 TB/s both ways,
 # an 800 Gb/s ConnectX-8 per GPU; B200 (HGX) 8 TB/s, 4.5 PFLOP/s dense FP8, NVLink 5 1.8 TB/s both
 # ways; TPU v5p ICI 1,200 GB/s both ways; MI355X 288 GB per GPU, 8 per platform.
-H200_UP, H800_UP, NIC_400G = 450e9, 200e9, 400e9 / 8
+H800_UP, NIC_400G = 200e9, 400e9 / 8
 GB300_HBM = MI355X_HBM = 288e9
 GB300_HBM_BW, GB300_FP8, GB300_UP, GB300_NIC = 8e12, 5e15, 900e9, 800e9 / 8
 B200_HBM_BW, B200_UP = 8e12, 900e9
@@ -106,7 +106,6 @@ def qwen_weights_gb():
 
 INDEPENDENT = {
     "alltoall_mb_kimi": (2 * (4096 / 16) * KIMI_K * KIMI_D * 1 * (15 / 16) / 1e6, 1e-9),
-    "alltoall_us_h200": (1e6 * 2 * (3000 / 8) * DS_K * DS_D * 2 * (7 / 8) / H200_UP, 1e-9),
     "expert_gb_decode": (math.ceil((DS_N + 32) / 144) * DS_MOE_LAYERS * expert(DS_D, DS_FF) / 1e9, 1e-9),
     "three_box_slowdown": ((H800_UP / NIC_400G) * (2 / 3) / (7 / 8), 1e-9),
     # each GPU holds whole sequences: 64 x floor(50.3) = 3,200. The hand count leaves out norms and
@@ -118,7 +117,7 @@ INDEPENDENT = {
     "hide_tokens_qwen": (qwen_hide_tokens(), 1e-9),
     "second_rack_ms": (second_rack_ms_by_hand(), 1e-9),
 }
-CHOICE_KEYS = {"hides_kimi_decode", "what_hides_kimi"}
+CHOICE_KEYS = {"hides_kimi_decode", "what_hides_kimi", "prefill_hides_qwen"}
 
 
 def test_every_exercise_has_an_independent_check():
@@ -133,12 +132,9 @@ def test_key_matches_hand_calculation(ex_id):
 
 
 def test_typical_mistakes_are_the_slips_they_name():
-    # Dispatch only; BF16 activations; the bidirectional NVLink figure; the network card inside a box.
+    # Dispatch only; BF16 activations.
     mb = {m.hint: m.wrong_answer(0) for m in EXERCISES["alltoall_mb_kimi"].mistakes}
     assert min(mb.values()) == pytest.approx(INDEPENDENT["alltoall_mb_kimi"][0] / 2)
-    us = [m.wrong_answer(0) for m in EXERCISES["alltoall_us_h200"].mistakes]
-    assert us[0] == pytest.approx(INDEPENDENT["alltoall_us_h200"][0] / 2)
-    assert us[1] == pytest.approx(INDEPENDENT["alltoall_us_h200"][0] * H200_UP / NIC_400G)
     # Sending once per GPU and once per box: per token, one box reaches 8 (1 - C(224, 8)/C(256, 8))
     # GPUs and sends to 7/8 of them over NVLink; three boxes (256/24 experts per GPU, 256/3 per box)
     # reach 24 (1 - C(256 - 256/24, 8)/C(256, 8)) GPUs and 3 (1 - C(256 - 256/3, 8)/C(256, 8)) boxes,
@@ -206,6 +202,22 @@ def test_choices_are_judged_both_ways_with_their_feedback():
         assert result.status == WRONG and many.feedback[misjudged] in result.message, wrong
 
 
+def test_qwen_prefill_all_to_all_outlasts_its_matmuls_at_any_prefill_batch():
+    # Sent once per GPU: a token reaches 8 (1 - C(112, 8) / C(128, 8)) GPUs (16 experts on each), 7/8
+    # of them other than its own; the matmuls are k experts of 3 d d_ff weights, 2 FLOPs each.
+    reached = 8 * (1 - math.comb(QW_N - QW_N // 8, QW_K) / math.comb(QW_N, QW_K))
+    a2a_per_token = 2 * QW_D * 2 * reached * (7 / 8) / B200_UP
+    matmul_per_token = 2 * QW_K * expert(QW_D, QW_FF) / 4.5e15
+    reads = (QW_N // 8) * expert(QW_D, QW_FF) / B200_HBM_BW
+    assert a2a_per_token / matmul_per_token > 1.2                     # (c), not near the edge
+    assert 4096 * matmul_per_token > 5 * reads                        # the matmuls are the cover
+    t = moe.layer_times(key.PREFILL["model"], key.PREFILL["system"], key.PREFILL["tokens_per_chip"] * 8,
+                        key.PREFILL["dtype"], dedup=key.PREFILL["dedup"])
+    assert (t.communication, t.compute, t.weights) == pytest.approx(
+        (4096 * a2a_per_token, 4096 * matmul_per_token, reads), rel=1e-9)
+    assert EXERCISES["prefill_hides_qwen"].answer == "c"
+
+
 def test_the_second_rack_and_the_threshold_are_on_the_side_of_the_edge_the_key_says():
     one, two = key._layer(key.RACK2), key._layer(key.RACK2, domains=2)
     assert one.weights > 1.5 * one.communication and two.communication > 2 * two.weights
@@ -232,7 +244,6 @@ def test_prompts_state_the_scenario_the_key_uses():
     stated = {
         "alltoall_mb_kimi": [f"`{k.ALLTOALL['model']}`", f"{k.ALLTOALL['chips']} GPUs", f"{k.ALLTOALL['tokens']:,} tokens",
                              "FP8"],
-        "alltoall_us_h200": [f"`{k.TIME['model']}`", f"`{k.TIME['system']}`", f"{k.TIME['tokens']:,} tokens", "BF16"],
         "expert_gb_decode": ["144 GPUs", "32 redundant", "FP8"],
         "three_box_slowdown": [f"`{k.BOXES['system']}`", "three such boxes", "every expert choice is sent on its own"],
         "max_batch_kimi": [f"`{k.FIT['model']}`", f"`{k.FIT['system']}`", f"{k.FIT['chips']} of the 72",
@@ -245,6 +256,8 @@ def test_prompts_state_the_scenario_the_key_uses():
         "what_hides_kimi": [f"{k.HIDE['chips']} GPUs", f"{k.HIDE['tokens_per_chip']} tokens per GPU",
                             "measured links"],
         "hide_tokens_qwen": [f"`{k.THRESHOLD['model']}`", f"`{k.THRESHOLD['system']}`", "FP8", "BF16", "nominal"],
+        "prefill_hides_qwen": [f"`{k.PREFILL['model']}`", f"`{k.PREFILL['system']}`", "FP8", "BF16", "nominal",
+                               f"{k.PREFILL['tokens_per_chip']:,} tokens per GPU", "`dedup=True`"],
         "second_rack_ms": [f"`{k.RACK2['model']}`", f"`{k.RACK2['system']}`", f"{k.RACK2['chips']} GPUs",
                            f"{k.RACK2['tokens_per_chip']} tokens per GPU", "two micro-batches", "nominal", "BF16"],
     }

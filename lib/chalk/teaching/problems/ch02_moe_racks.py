@@ -9,7 +9,8 @@ explorer.
 Four items ask the chapter's judgement in decode, where the batch decides: whether one
 micro-batch's all-to-all hides behind the other's expert work (``hides_kimi_decode``), what would
 make it hide (``what_hides_kimi``), up to what batch it hides (``hide_tokens_qwen``) and what a
-second rack adds to a decode step (``second_rack_ms``). Their keys come from ``moe.layer_times``;
+second rack adds to a decode step (``second_rack_ms``); and one asks it in prefill
+(``prefill_hides_qwen``). Their keys come from ``moe.layer_times``;
 two micro-batches overlapped take, per MoE layer, twice the longer of one micro-batch's all-to-all
 and its expert work (the links and the experts each serve both in turn).
 """
@@ -20,8 +21,6 @@ from ...catalog import hardware, models, systems
 from ..exercises import Choice, Choices, Exercise, Mistake
 ALLTOALL = dict(model="kimi-k2", tokens=4096, chips=16, bytes_per_element=1)
 """``alltoall_mb_kimi``: one chip's all-to-all bytes, FP8 activations both ways."""
-TIME = dict(model="deepseek-v3", system="hgx-h200", tokens=3000, bytes_per_element=2)
-"""``alltoall_us_h200``: that all-to-all's time inside an HGX H200."""
 DECODE = dict(model="deepseek-v3", deployment="online-decode", dtype="fp8")
 """``expert_gb_decode``: expert weights per GPU in DeepSeek's published decode deployment."""
 BOXES = dict(model="deepseek-v3", system="hgx-h800", tokens=4096, boxes=3)
@@ -46,6 +45,9 @@ HIDE_CHANGES = dict(c=dict(chips=32), d=dict(dtype="bf16"), a=dict(tokens_per_ch
 THRESHOLD = dict(model="qwen3-235b-a22b", system="hgx-b200", dtype="fp8", reference_tokens_per_chip=512)
 """``hide_tokens_qwen``: Qwen3-235B-A22B on the 8 GPUs of an HGX B200, nominal rates; the reference
 batch only sets where the linear all-to-all time is read (every expert touched there)."""
+PREFILL = dict(model="qwen3-235b-a22b", system="hgx-b200", dtype="fp8", tokens_per_chip=4096, dedup=True)
+"""``prefill_hides_qwen``: the ``hide_tokens_qwen`` box in prefill, each token sent once per GPU that
+holds one of its experts (DeepEP's normal kernels), nominal rates."""
 RACK2 = dict(model="deepseek-v3", system="gb300-nvl72", chips=64, tokens_per_chip=44, dtype="fp8", micro_batches=2)
 """``second_rack_ms``: DeepSeek-V3 decoding on 64 GPUs of a GB300 NVL72, then on 64 GPUs of each of
 two, every GPU keeping 44 tokens per micro-batch, nominal rates, every choice sent on its own."""
@@ -56,13 +58,6 @@ def _alltoall_mb(bytes_per_element=ALLTOALL["bytes_per_element"], remote=True, b
     sent = moe.alltoall_bytes(a["model"], a["tokens"], a["chips"], bytes_per_element)
     sent = sent if remote else sent / (1 - 1 / a["chips"])
     return (sent if both else sent / 2) / 1e6
-
-
-def _alltoall_us(rate=None, remote=True) -> float:
-    t, sys_ = TIME, systems.get(TIME["system"])
-    seconds = moe.alltoall_time(t["model"], t["system"], t["tokens"], t["bytes_per_element"])
-    seconds = seconds if remote else seconds / (1 - 1 / sys_.count)
-    return 1e6 * (seconds * sys_.chip.scale_up_bandwidth / rate if rate else seconds)
 
 
 def _expert_gb(dtype=DECODE["dtype"], layers=None) -> float:
@@ -187,20 +182,6 @@ EXERCISES = (
             Mistake("the activations are sent in FP8, one byte per element.", value=lambda: _alltoall_mb(2)),
         )),
     Exercise(
-        id="alltoall_us_h200",
-        topic="all-to-all time in one box",
-        expected=lambda: _alltoall_us(),
-        unit="µs (microseconds)", rel_tol=0.01,
-        hint="bytes one GPU sends (dispatch + combine, remote choices only) over its NVLink rate in one direction.",
-        mistakes=(
-            Mistake(ONE_WAY + " NVLink 4's 900 GB/s counts both directions.",
-                    value=lambda: _alltoall_us(rate=2 * systems.get(TIME["system"]).chip.scale_up_bandwidth)),
-            Mistake("inside one box the tokens travel over NVLink, not the network card.",
-                    value=lambda: _alltoall_us(rate=systems.get(TIME["system"]).chip.scale_out_bandwidth)),
-            Mistake("1/8 of the choices stay on the token's own GPU: multiply the bytes by 7/8.",
-                    value=lambda: _alltoall_us(remote=False)),
-        )),
-    Exercise(
         id="expert_gb_decode",
         topic="experts per GPU in a published deployment",
         expected=lambda: _expert_gb(),
@@ -302,6 +283,28 @@ EXERCISES = (
                     "are the cover, and the all-to-all outgrows them well before.",
                     value=lambda: _threshold_tokens(cover="matmuls")),
         ),
+    ),
+    Choice(
+        id="prefill_hides_qwen",
+        topic="hiding the all-to-all in prefill",
+        options={
+            "a": "Yes, behind the other micro-batch's expert matmuls.",
+            "b": "Yes, behind the other micro-batch's reads of its expert weights.",
+            "c": "No: it outlasts the matmuls, which are now the longer expert work.",
+            "d": "That depends on the batch: the all-to-all grows with it and the expert work does not.",
+        },
+        answer="c",
+        feedback={
+            "a": "that would hold for a wider expert or a faster link: above n_step* the all-to-all over the "
+                 "matmuls is bytes per token over the link's rate against FLOPs per token over the chip's, "
+                 "and Qwen3's narrow experts do too few FLOPs per byte sent on a B200.",
+            "b": "that is the decode picture, below n_step*. At 4,096 tokens per GPU the matmuls far outlast "
+                 "the weight reads and are the cover.",
+            "d": "that holds below n_step*, where the weight reads are the cover. Above it the all-to-all and "
+                 "the matmuls both grow in proportion to the tokens, and the batch cancels out of the verdict.",
+        },
+        hint="decide which expert work covers the transfer at this batch (matmuls or weight reads), then "
+             "compare: moe.layer_times(model, system, tokens, dtype, dedup=True).",
     ),
     Exercise(
         id="second_rack_ms",
