@@ -50,10 +50,12 @@ cards:
     front: "What is $r$?"
     back: "FLOP per byte of HBM traffic, $F/W$."
     tags: [definition]
+    section: the-hardware-ratio
   - id: fixture_drain
     front: "How long does an H100 take to read its HBM once?"
     back: "About {{ fixture_drain_h100_ms }} ms."
     tags: [number]
+    section: drain-time
 '''
 SOLUTION_R = "fixture_r_h100 = h100.flops('bf16') / h100.hbm_bandwidth"
 SOLUTION_DRAIN = "fixture_drain_ms = 1e3 * h100.drain_time"
