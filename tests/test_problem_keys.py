@@ -204,14 +204,15 @@ def test_sealed_choice_gives_the_plain_verdicts_and_hides_which_is_right(chapter
 def test_choice_reading_by_hand():
     c = Choice("hide", {"a": "It hides", "b": "It does not hide", "c": "Only in prefill"}, "b",
                {"a": "that holds if the step were compute-bound.", "c": "prefill is compute-bound."}, "compare times")
-    assert [judge(c, a).status for a in ("b", " B ", "(b)", "it DOES not   hide", "a", "c", "d", "b, c", ["b"])] == \
-        [RIGHT] * 4 + [WRONG] * 5
+    assert [judge(c, a).status for a in ("b", " B ", "(b)", "it DOES not   hide", "(b) It does not hide.", "a", "c",
+                                         "d", "b, c", ["b"], "(a) It does not hide")] == [RIGHT] * 5 + [WRONG] * 6
     assert "that holds if the step were compute-bound." in judge(c, "a").message
     assert "expected one letter, a to c, or an option's text" in judge(c, "d").message  # unreadable
     many = Choices("which", {"a": "one", "b": "two", "c": "three"}, "a, c",
                    {"a": "a applies.", "b": "b does not.", "c": "c applies."}, "think")
     assert many.answer == frozenset("ac")
-    for form in ("a, c", "ac", "C A", "a and c", ["a", "c"], {"A", "C"}, "one, three", ("THREE.", "a"), "three, a"):
+    for form in ("a, c", "ac", "C A", "a and c", ["a", "c"], {"A", "C"}, "one, three", ("THREE.", "a"), "three, a",
+                 "(a) one, (c) Three.", "a) one and c"):
         assert judge(many, form).status == RIGHT, form
     missing, extra = judge(many, "a"), judge(many, "a, b, c")
     assert missing.status == extra.status == WRONG

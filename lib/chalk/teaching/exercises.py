@@ -208,6 +208,7 @@ def normal_text(text: str) -> str:
 
 
 _LETTER = re.compile(r"\(?([a-z])[).]?")
+_LABELLED = re.compile(r"\(?([a-z])[).]\s+(.+)")
 _SEPARATORS = re.compile(r"\s*(?:[,;/&+]|\band\b)\s*")
 
 
@@ -217,8 +218,11 @@ class _Options:
     options: dict[str, str]
 
     def _one(self, text: str) -> str | None:
+        """The letter ``text`` names: "b", "(b)", "b)", the option's text, or "(b) " and its text."""
         n = normal_text(text)
         if (m := _LETTER.fullmatch(n)) and m.group(1) in self.options:
+            return m.group(1)
+        if (m := _LABELLED.fullmatch(n)) and normal_text(self.options.get(m.group(1), "")) == m.group(2):
             return m.group(1)
         return next((letter for letter, option in self.options.items() if normal_text(option) == n), None)
 
@@ -238,6 +242,9 @@ class _Options:
     def _many(self, n: str) -> list[str | None]:
         """Letters named in one string: options' texts (longest first, as a text may hold commas
         or another's words), then letters apart ("a, c", "a and c", "a c") or run together ("ac")."""
+        parts = [self._one(p) for p in _SEPARATORS.split(n) if p.strip(" .")]
+        if parts and None not in parts:  # each part an option by itself: "a, c", "(a) one, (c) three"
+            return parts
         found = []
         for letter, option in sorted(self.options.items(), key=lambda item: -len(item[1])):
             text = re.compile(rf"(?<!\w){re.escape(normal_text(option))}(?!\w)")
