@@ -175,15 +175,16 @@ def _regime_tokens_per_s(step="t_step", **override) -> float:
 def _lstar_case(letter) -> float:
     """L* of ``lstar_exists``'s option ``letter`` (inf where there is none)."""
     c = LSTAR_CASES[letter]
-    return roofline.replica(c["chip"], c["model"], "fp8", 1, c["kv_bytes_per_element"],
-                            c["attention_dtype"]).balance_context()
+    return roofline.replica(c["chip"], c["model"], "fp8", 1, kv_bytes_per_element=c["kv_bytes_per_element"],
+                            attention_dtype=c["attention_dtype"]).balance_context()
 
 
 def _cheaper(chip) -> roofline.DecodePoint:
     """The ``CHEAPER`` operating point on one ``chip`` rented at the low end of its published range."""
     c = CHEAPER
     return roofline.decode_point(chip, c["model"], c["batch"], c["context"], c["dtype"], 1,
-                                 hardware.get(chip).rental_usd_per_hour[0], c["kv_bytes_per_element"])
+                                 usd_per_chip_hour=hardware.get(chip).rental_usd_per_hour[0],
+                                 kv_bytes_per_element=c["kv_bytes_per_element"])
 
 
 def _premium() -> tuple[float, float]:
