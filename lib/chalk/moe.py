@@ -31,6 +31,7 @@ import sympy as sp
 from . import catalog
 from .catalog import hardware, layouts, memory_data, models, systems
 from .errors import ChalkError, in_range, lookup, non_negative, positive, positive_int
+from .lazy import Lazy
 from .notation import (C, E, F, M_dom, S, W, W_out, W_up, alpha_link, b_act, b_w, d_ff, d_model, eta_link,
                        gamma, k, n_dim, n_exp, n_red, n_sh, n_side, n_step, z_E, z_gamma)
 from .roofline import HEADROOM, Replica
@@ -38,6 +39,10 @@ from .roofline import HEADROOM, Replica
 n_mat = models.n_mat
 EXPERT_PARAMS = models.FFN_PARAMS
 """One expert: n_mat = 3 matrices d_model x d_ff when gated (SwiGLU), 2 otherwise."""
+
+# Simplified, solved and lambdified forms are built on first use (``chalk.lazy``): together they
+# cost most of a second, paid by every interpreter that imports the module.
+_derived = Lazy(__name__)
 
 # --- formulas (one MoE layer) -------------------------------------------------------------------
 experts_per_chip_expr = sp.ceiling((n_exp + n_red) / E)
@@ -115,18 +120,28 @@ n_step is a few times n_exp/k) and its own copy of the n_sh shared experts, whic
 passes through (the busiest chip holds a token at any batch). Redundant copies are counted like
 experts."""
 
-comm_to_compute = sp.simplify(t_alltoall_up / t_expert_compute)
-"""All-to-all time over expert matmul time. The token count cancels, but only against the
-matmuls: with a second micro-batch in flight the all-to-all hides behind the larger of that
-micro-batch's matmuls and weight reads (``LayerTimes.hidden``), and below ``compute_bound_tokens``
-the weight reads are the larger, so there the batch decides."""
+
+
+@_derived
+def _comm_to_compute():
+    """All-to-all time over expert matmul time. The token count cancels, but only against the
+    matmuls: with a second micro-batch in flight the all-to-all hides behind the larger of that
+    micro-batch's matmuls and weight reads (``LayerTimes.hidden``), and below ``compute_bound_tokens``
+    the weight reads are the larger, so there the batch decides."""
+    return sp.simplify(t_alltoall_up / t_expert_compute)
+
 
 t_expert_weights_all = E * (experts_per_chip_expr + n_sh) * n_mat * d_model * d_ff * b_w / W
 """Reading every routed expert copy's weights and the shared experts' once: ``t_expert_weights``
 once every expert is touched."""
-compute_bound_tokens = sp.solve(sp.Eq(t_expert_compute, t_expert_weights_all), n_step)[0]
-"""The step n_step at which the expert matmuls (routed and shared) take as long as reading every
-routed and shared expert's weights."""
+
+
+@_derived
+def _compute_bound_tokens():
+    """The step n_step at which the expert matmuls (routed and shared) take as long as reading every
+    routed and shared expert's weights."""
+    return sp.solve(sp.Eq(t_expert_compute, t_expert_weights_all), n_step)[0]
+
 
 imbalance_expr = 1 + z_E * sp.sqrt(E * (n_exp - k) / ((n_exp - 1) * n_step * k))
 """Busiest chip's routed load over the mean chip's, normal approximation (derived in
@@ -166,22 +181,45 @@ def _binomial(a, count):
 _ARGS = (n_step, E, S, k, n_sh, n_exp, n_red, d_model, d_ff, n_mat, b_act, b_w, F, W, W_up, W_out,
          M_dom, eta_link)
 _modules = [{"ceiling": np.ceil, "binomial": _binomial}, "numpy"]
-numeric = {name: sp.lambdify(_ARGS, expr, modules=_modules) for name, expr in {
-    "alltoall_bytes": alltoall_bytes_expr, "scale_up_bytes": scale_up_bytes,
-    "scale_out_bytes": scale_out_bytes, "t_alltoall_up": t_alltoall_up,
-    "t_alltoall_out": t_alltoall_out, "t_expert_compute": t_expert_compute,
-    "t_expert_weights": t_expert_weights, "comm_to_compute": comm_to_compute,
-    "experts_touched": experts_touched_expr, "scale_up_bytes_dedup": scale_up_bytes_dedup,
-    "scale_out_bytes_dedup": scale_out_bytes_dedup, "chips_reached": chips_reached_expr,
-    "domains_reached": domains_reached_expr, "t_up": t_up_expr, "t_out": t_out_expr,
-    "t_up_dedup": t_up_dedup_expr, "t_out_dedup": t_out_dedup_expr,
-    "compute_bound_tokens": compute_bound_tokens}.items()}
-"""Vectorised NumPy versions, all taking the arguments in ``_ARGS`` order (see ``_values``)."""
-_imbalance = sp.lambdify((n_step, E, k, n_exp, z_E), imbalance_expr, "numpy")
-_experts_per_chip = sp.lambdify((n_exp, n_red, E), experts_per_chip_expr, modules=_modules)
-_dropped = sp.lambdify((n_step, k, n_exp, gamma), dropped_fraction_expr,
+
+
+@_derived
+def _numeric():
+    """Vectorised NumPy versions, all taking the arguments in ``_ARGS`` order (see ``_values``)."""
+    return {name: sp.lambdify(_ARGS, expr, modules=_modules) for name, expr in {
+        "alltoall_bytes": alltoall_bytes_expr, "scale_up_bytes": scale_up_bytes,
+        "scale_out_bytes": scale_out_bytes, "t_alltoall_up": t_alltoall_up,
+        "t_alltoall_out": t_alltoall_out, "t_expert_compute": t_expert_compute,
+        "t_expert_weights": t_expert_weights, "comm_to_compute": _comm_to_compute(),
+        "experts_touched": experts_touched_expr, "scale_up_bytes_dedup": scale_up_bytes_dedup,
+        "scale_out_bytes_dedup": scale_out_bytes_dedup, "chips_reached": chips_reached_expr,
+        "domains_reached": domains_reached_expr, "t_up": t_up_expr, "t_out": t_out_expr,
+        "t_up_dedup": t_up_dedup_expr, "t_out_dedup": t_out_dedup_expr,
+        "compute_bound_tokens": _compute_bound_tokens()}.items()}
+
+
+@_derived
+def __imbalance():
+    return sp.lambdify((n_step, E, k, n_exp, z_E), imbalance_expr, "numpy")
+
+
+@_derived
+def __experts_per_chip():
+    return sp.lambdify((n_exp, n_red, E), experts_per_chip_expr, modules=_modules)
+
+
+@_derived
+def __dropped():
+    return sp.lambdify((n_step, k, n_exp, gamma), dropped_fraction_expr,
                        modules=[{"erfc": np.vectorize(math.erfc, otypes=[float])}, "numpy"])
-_torus_share = sp.lambdify((n_dim, n_side), torus_alltoall_share)
+
+
+@_derived
+def __torus_share():
+    return sp.lambdify((n_dim, n_side), torus_alltoall_share)
+
+
+__getattr__, __dir__ = _derived.module_getattr, _derived.module_dir
 
 LINKS = ("scale-up", "scale-out")
 
@@ -255,7 +293,7 @@ def experts_per_chip(model, chips, redundant=0) -> int:
     model = _moe_model(model)
     chips = positive_int("chips", chips)
     redundant = _redundant(redundant)
-    return int(_experts_per_chip(model.moe["n_routed_experts"], redundant, chips))
+    return int(__experts_per_chip()(model.moe["n_routed_experts"], redundant, chips))
 
 
 def experts_on_chips(model, chips, count=None, redundant=0) -> list[int]:
@@ -372,7 +410,7 @@ def alltoall_bytes(model, tokens, chips, bytes_per_element=2):
     chips = positive_int("chips", chips)
     positive("tokens", tokens)
     positive("bytes_per_element", bytes_per_element)
-    return _scalar(numeric["alltoall_bytes"](*_values(model, chips, tokens=np.asarray(tokens, float),
+    return _scalar(_numeric()["alltoall_bytes"](*_values(model, chips, tokens=np.asarray(tokens, float),
                                                      bytes_per_element=bytes_per_element)))
 
 
@@ -405,7 +443,7 @@ def alltoall_time(model, system, tokens, bytes_per_element=2, link="scale-up"):
     positive("bytes_per_element", bytes_per_element)
     args = _values(model, sys_.count, tokens=np.asarray(tokens, float),
                    bytes_per_element=bytes_per_element, chip=sys_.chip)
-    return _scalar(numeric["t_alltoall_up" if name == "scale-up" else "t_alltoall_out"](*args))
+    return _scalar(_numeric()["t_alltoall_up" if name == "scale-up" else "t_alltoall_out"](*args))
 
 
 def reach(model, chips, domain=None, max_domains=None) -> tuple[float, float]:
@@ -421,7 +459,7 @@ def reach(model, chips, domain=None, max_domains=None) -> tuple[float, float]:
     if max_domains is not None:
         positive_int("max_domains", max_domains)
     args = _values(model, chips, domain=domain, max_domains=max_domains)
-    return float(numeric["chips_reached"](*args)), float(numeric["domains_reached"](*args))
+    return float(_numeric()["chips_reached"](*args)), float(_numeric()["domains_reached"](*args))
 
 
 @dataclass(frozen=True)
@@ -556,12 +594,12 @@ def layer_times(model, system, tokens, dtype="bf16", domains=1, bytes_per_elemen
     suffix = "_dedup" if dedup else ""
 
     def seconds(name, eta):
-        return float(numeric[name + suffix](*args[:-1], eta))
+        return float(_numeric()[name + suffix](*args[:-1], eta))
 
     up, out = seconds("t_up", lk.eta_up), seconds("t_out", lk.eta_out)
     fixed = float(alltoall_fixed_expr.subs(alpha_link, lk.alpha)) if chips * domains > 1 else 0.0
-    return LayerTimes(up, out, float(numeric["t_expert_compute"](*args)),
-                      float(numeric["t_expert_weights"](*args)), fixed)
+    return LayerTimes(up, out, float(_numeric()["t_expert_compute"](*args)),
+                      float(_numeric()["t_expert_weights"](*args)), fixed)
 
 
 def compute_bound_step(model, system, dtype="bf16", chips=None, redundant=0) -> float:
@@ -572,7 +610,7 @@ def compute_bound_step(model, system, dtype="bf16", chips=None, redundant=0) -> 
     sys_ = _system(system)
     chips = _chips(sys_, chips)
     args = _values(model, chips, redundant=_redundant(redundant), dtype=dtype, chip=sys_.chip)
-    return float(numeric["compute_bound_tokens"](*args))
+    return float(_numeric()["compute_bound_tokens"](*args))
 
 
 # --- routing and load balance -------------------------------------------------------------------
@@ -583,7 +621,7 @@ def expected_experts_touched(model, tokens):
     is then too high, and this says by how much."""
     model = _moe_model(model)
     non_negative("tokens", tokens)
-    return _scalar(numeric["experts_touched"](*_values(model, 1, tokens=np.asarray(tokens, float))))
+    return _scalar(_numeric()["experts_touched"](*_values(model, 1, tokens=np.asarray(tokens, float))))
 
 
 @cache
@@ -615,7 +653,7 @@ def imbalance_estimate(model, chips, tokens):
         divisors = [d for d in range(2, n + 1) if n % d == 0]
         raise ChalkError(f"chips must divide the {n} routed experts evenly and be >= 2 (one of "
                          f"{', '.join(map(str, divisors))}), got {chips!r}")
-    return _scalar(_imbalance(np.asarray(tokens, float), chips, kk, n, expected_max_standard_normal(chips)))
+    return _scalar(__imbalance()(np.asarray(tokens, float), chips, kk, n, expected_max_standard_normal(chips)))
 
 
 def expected_dropped_fraction(model, tokens, capacity_factor):
@@ -625,7 +663,7 @@ def expected_dropped_fraction(model, tokens, capacity_factor):
     model = _moe_model(model)
     positive("tokens", tokens)
     in_range("capacity_factor", capacity_factor, 1, 100)
-    return _scalar(_dropped(np.asarray(tokens, float), model.moe["experts_per_token"],
+    return _scalar(__dropped()(np.asarray(tokens, float), model.moe["experts_per_token"],
                             model.moe["n_routed_experts"], np.asarray(capacity_factor, float)))
 
 
@@ -831,7 +869,7 @@ def torus_share(system) -> float:
     """The share of a chip's scale-up bandwidth a uniform all-to-all gets on ``system``
     (``torus_alltoall_share``); 1 for a switched or fully connected domain."""
     shape = torus_shape(system)
-    return 1.0 if shape is None else float(_torus_share(*shape))
+    return 1.0 if shape is None else float(__torus_share()(*shape))
 
 
 @dataclass(frozen=True)

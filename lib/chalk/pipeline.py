@@ -31,8 +31,13 @@ from .catalog import models as _models
 from .catalog import systems as _systems
 from .catalog.quoted import LECTURE
 from .errors import ChalkError, in_range, lookup, non_negative, positive, positive_int
+from .lazy import Lazy
 from .notation import (E, F, L_stage, N_act, N_tot, P, W_out, W_up, b_act, b_g, b_kv, d_model, k, m,
                        n_CP, n_DP, n_TP, n_layers, n_tok, rho, t_B, t_F, v)
+
+# Simplified, solved and lambdified forms are built on first use (``chalk.lazy``), so that importing
+# the module does not pay for the ones a caller never reads.
+_derived = Lazy(__name__)
 
 # --- the bubble -------------------------------------------------------------------------------
 t_ideal = m * (t_F + t_B)
@@ -53,10 +58,19 @@ backward the same on its way back. Exact for GPipe; a lower bound for 1F1B and i
 whose steady phase also stalls when a backward's round trip outlasts the warm-up's forwards
 (``simulate(..., t_hop=...)`` measures that)."""
 
-BUBBLE_FRACTION = sp.simplify(t_bubble / t_step)
-"""Idle time as a fraction of the whole step: (P-1)/(v m + P - 1)."""
-BUBBLE_OVERHEAD = sp.simplify(t_bubble / t_ideal)
-"""Idle time over ideal compute time: (P-1)/(v m)."""
+
+
+@_derived
+def _BUBBLE_FRACTION():
+    """Idle time as a fraction of the whole step: (P-1)/(v m + P - 1)."""
+    return sp.simplify(t_bubble / t_step)
+
+
+@_derived
+def _BUBBLE_OVERHEAD():
+    """Idle time over ideal compute time: (P-1)/(v m)."""
+    return sp.simplify(t_bubble / t_ideal)
+
 
 ACTIVATIONS_IN_FLIGHT = {
     # GPipe runs every forward before any backward: the first stage holds all m.
@@ -82,9 +96,22 @@ _FORWARD_ONLY = ("inference", "decode")
 BUBBLE_FRACTION_HOPS = t_bubble_hops / (t_ideal + t_bubble_hops)
 """Idle fraction with hops, in units where t_F = 1 (hop and t_B as multiples of t_F)."""
 
-_bubble_fraction = sp.lambdify((P, m, v), BUBBLE_FRACTION, "numpy")
-_bubble_overhead = sp.lambdify((P, m, v), BUBBLE_OVERHEAD, "numpy")
-_bubble_fraction_hops = sp.lambdify((P, m, v, t_hop, t_B), BUBBLE_FRACTION_HOPS.subs(t_F, 1), "numpy")
+
+
+@_derived
+def __bubble_fraction():
+    return sp.lambdify((P, m, v), _BUBBLE_FRACTION(), "numpy")
+
+
+@_derived
+def __bubble_overhead():
+    return sp.lambdify((P, m, v), _BUBBLE_OVERHEAD(), "numpy")
+
+
+@_derived
+def __bubble_fraction_hops():
+    return sp.lambdify((P, m, v, t_hop, t_B), BUBBLE_FRACTION_HOPS.subs(t_F, 1), "numpy")
+
 
 # --- decode: the loop back --------------------------------------------------------------------
 decode_cycle = P * (t_F + t_hop)
@@ -93,23 +120,31 @@ loop back from the last stage to the first (which also samples the token)."""
 DECODE_IDLE = 1 - m * t_F / sp.Max(m * t_F, decode_cycle)
 """Steady-state idle fraction of a decode pipeline with m micro-batches in flight: each stage
 works m t_F per cycle, and a cycle lasts as long as the slower of that and one round trip."""
-DECODE_MIN_MICROBATCHES = sp.solve(sp.Eq(m * t_F, decode_cycle), m)[0]
-"""Micro-batches in flight that keep every decode stage busy: P (1 + t_hop / t_F)."""
-_decode_idle = sp.lambdify((P, m, t_hop), DECODE_IDLE.subs(t_F, 1), "numpy")
+
+
+@_derived
+def _DECODE_MIN_MICROBATCHES():
+    """Micro-batches in flight that keep every decode stage busy: P (1 + t_hop / t_F)."""
+    return sp.solve(sp.Eq(m * t_F, decode_cycle), m)[0]
+
+
+@_derived
+def __decode_idle():
+    return sp.lambdify((P, m, t_hop), DECODE_IDLE.subs(t_F, 1), "numpy")
 
 
 def decode_idle_fraction(stages, microbatches, hop: float = 0.0):
     """Steady-state idle fraction of decode with ``hop`` = t_hop / t_F (closed form)."""
     P_, m_ = _whole("stages", stages), _whole("microbatches", microbatches)
     non_negative("hop", hop)
-    return _scalar(_decode_idle(P_, m_, hop))
+    return _scalar(__decode_idle()(P_, m_, hop))
 
 
 def decode_microbatches_needed(stages, hop: float = 0.0) -> int:
     """Fewest micro-batches in flight that keep every decode stage busy: ceil(P (1 + hop))."""
     P_ = positive_int("stages", stages)
     non_negative("hop", hop)
-    exact = float(DECODE_MIN_MICROBATCHES.subs({P: P_, t_F: 1, t_hop: hop}))
+    exact = float(_DECODE_MIN_MICROBATCHES().subs({P: P_, t_F: 1, t_hop: hop}))
     return math.ceil(exact - 1e-9)
 
 
@@ -156,14 +191,14 @@ def bubble_fraction(stages, microbatches, schedule: str = "gpipe", chunks=1, hop
     non_negative("hop", hop)
     positive("backward_ratio", backward_ratio)
     if np.all(np.asarray(hop) == 0):
-        return _scalar(_bubble_fraction(P_, m_, v_))
-    return _scalar(_bubble_fraction_hops(P_, m_, v_, hop, backward_ratio))
+        return _scalar(__bubble_fraction()(P_, m_, v_))
+    return _scalar(__bubble_fraction_hops()(P_, m_, v_, hop, backward_ratio))
 
 
 def bubble_overhead(stages, microbatches, schedule: str = "gpipe", chunks=1):
     """Bubble time over ideal compute time: (P-1)/m; (P-1)/(v m) interleaved."""
     P_, m_, v_ = _pipeline_args(stages, microbatches, schedule, chunks)
-    return _scalar(_bubble_overhead(P_, m_, v_))
+    return _scalar(__bubble_overhead()(P_, m_, v_))
 
 
 def activations_in_flight(stages, microbatches, schedule: str = "1f1b", chunks=1) -> float:
@@ -410,23 +445,51 @@ t_scale_up = copies_per_crossing * x_token / W_up
 t_scale_out = x_token / W_out
 """Scale-out time per token: it leaves the rack once, at the stage boundary."""
 
-RACK_RATIO = sp.simplify((t_scale_up / t_scale_out).subs(W_up, rho * W_out))
-"""Scale-up over scale-out time per stage, 2 k L_stage (E-1)/(E rho): at least 1 keeps the rack
-boundary off the critical path. Bytes per token and the widths cancel."""
+
+
+@_derived
+def _RACK_RATIO():
+    """Scale-up over scale-out time per stage, 2 k L_stage (E-1)/(E rho): at least 1 keeps the rack
+    boundary off the critical path. Bytes per token and the widths cancel."""
+    return sp.simplify((t_scale_up / t_scale_out).subs(W_up, rho * W_out))
+
+
 LECTURE_RHO = LECTURE["scale_up_to_out"]
 """The scale-up to scale-out ratio the lecture writes on the board (notes section 4.2)."""
-LECTURE_RATIO = sp.limit(RACK_RATIO, E, sp.oo)
-"""The lecture's 2 k L_stage / rho (rho = 8 on the board): every copy counted as leaving the chip."""
-MIN_LAYERS = sp.solve(sp.Eq(RACK_RATIO, 1), L_stage)[0]
-"""MoE layers per stage at which scale-up and scale-out times are equal: rho E / (2 k (E-1))."""
 
-k_fanout = sp.solve(sp.Eq(k * x_token / W_up, x_token / W_out), k)[0].subs(W_up, rho * W_out)
-"""Copies one crossing can fan out to over scale-up in the time scale-out moves it once: rho.
-DeepSeek-V3's node-limited routing reads this as experts per node (section 3.2.2)."""
 
-_rack_ratio = sp.lambdify((k, L_stage, rho, E), RACK_RATIO, "numpy")
-_lecture_ratio = sp.lambdify((k, L_stage, rho), LECTURE_RATIO, "numpy")
-_min_layers = sp.lambdify((k, rho, E), MIN_LAYERS, "numpy")
+@_derived
+def _LECTURE_RATIO():
+    """The lecture's 2 k L_stage / rho (rho = 8 on the board): every copy counted as leaving the chip."""
+    return sp.limit(_RACK_RATIO(), E, sp.oo)
+
+
+@_derived
+def _MIN_LAYERS():
+    """MoE layers per stage at which scale-up and scale-out times are equal: rho E / (2 k (E-1))."""
+    return sp.solve(sp.Eq(_RACK_RATIO(), 1), L_stage)[0]
+
+
+@_derived
+def _k_fanout():
+    """Copies one crossing can fan out to over scale-up in the time scale-out moves it once: rho.
+    DeepSeek-V3's node-limited routing reads this as experts per node (section 3.2.2)."""
+    return sp.solve(sp.Eq(k * x_token / W_up, x_token / W_out), k)[0].subs(W_up, rho * W_out)
+
+
+@_derived
+def __rack_ratio():
+    return sp.lambdify((k, L_stage, rho, E), _RACK_RATIO(), "numpy")
+
+
+@_derived
+def __lecture_ratio():
+    return sp.lambdify((k, L_stage, rho), _LECTURE_RATIO(), "numpy")
+
+
+@_derived
+def __min_layers():
+    return sp.lambdify((k, rho, E), _MIN_LAYERS(), "numpy")
 
 
 def rack_boundary_ratio(layers_per_stage, experts_per_token, bandwidth_ratio, expert_parallel=None):
@@ -438,9 +501,9 @@ def rack_boundary_ratio(layers_per_stage, experts_per_token, bandwidth_ratio, ex
     positive("experts_per_token", experts_per_token)
     positive("bandwidth_ratio", bandwidth_ratio)
     if expert_parallel is None:
-        return _scalar(_lecture_ratio(experts_per_token, layers_per_stage, bandwidth_ratio))
+        return _scalar(__lecture_ratio()(experts_per_token, layers_per_stage, bandwidth_ratio))
     _check_ep(expert_parallel)
-    return _scalar(_rack_ratio(experts_per_token, layers_per_stage, bandwidth_ratio, expert_parallel))
+    return _scalar(__rack_ratio()(experts_per_token, layers_per_stage, bandwidth_ratio, expert_parallel))
 
 
 def _check_ep(expert_parallel):
@@ -454,11 +517,11 @@ def min_layers_per_stage(experts_per_token, bandwidth_ratio, expert_parallel=Non
     positive("experts_per_token", experts_per_token)
     positive("bandwidth_ratio", bandwidth_ratio)
     if expert_parallel is None:
-        exact = float(sp.solve(sp.Eq(LECTURE_RATIO, 1), L_stage)[0].subs(
+        exact = float(sp.solve(sp.Eq(_LECTURE_RATIO(), 1), L_stage)[0].subs(
             {k: experts_per_token, rho: bandwidth_ratio}))
     else:
         _check_ep(expert_parallel)
-        exact = float(_min_layers(experts_per_token, bandwidth_ratio, expert_parallel))
+        exact = float(__min_layers()(experts_per_token, bandwidth_ratio, expert_parallel))
     # A tolerance so that an exact integer (rho = 16, k = 8: 1.0) is not rounded up by float noise.
     return max(1, math.ceil(exact - 1e-9))
 
@@ -469,7 +532,7 @@ def experts_per_crossing(bandwidth_ratio) -> float:
     DeepSeek-V3 (section 3.2.2) reads this as the experts per node a token may use at no extra
     NVLink cost: 160/50 GB/s gives 3.2."""
     positive("bandwidth_ratio", bandwidth_ratio)
-    return _scalar(sp.lambdify(rho, k_fanout, "numpy")(bandwidth_ratio))
+    return _scalar(sp.lambdify(rho, _k_fanout(), "numpy")(bandwidth_ratio))
 
 
 @dataclass(frozen=True)
@@ -614,3 +677,6 @@ def data_parallel_degree(chips: int, tensor: int = 1, context: int = 1, pipeline
     if n % others:
         raise ChalkError(f"chips: {n:,} is not a multiple of tensor x context x pipeline = {others:,}")
     return n // others
+
+
+__getattr__, __dir__ = _derived.module_getattr, _derived.module_dir
