@@ -345,3 +345,13 @@ def test_prompts_state_the_scenario_the_key_uses():
     assert cases == {"a": ("H200", "kimi-k2", 2, "bf16"), "b": ("H200", "kimi-k2", 1, "bf16"),
                      "c": ("H200", "kimi-k2", 1, "fp8"), "d": ("B200", "deepseek-v3", 1, "bf16"),
                      "e": ("H100-SXM", "llama-3.1-70b", 1, "fp8")}
+
+
+def test_exact_answers_refuse_their_neighbours():
+    exact = [ex for ex in EXERCISES.values() if getattr(ex, "exact", False)]
+    assert {ex.id for ex in exact} == {"min_batch_compute", "batch_from_price"}
+    for ex in exact:
+        key = ex.expected()
+        assert judge(ex, key).status == RIGHT
+        for near in (key - 1, key + 1, key + 0.5):
+            assert judge(ex, near).status == WRONG, (ex.id, near)

@@ -297,3 +297,13 @@ def test_every_chapter_two_correction_has_a_lecture_gap_card():
     assert float(re.search(r"takes about (\d+) times", cards["moe_two_racks"]).group(1)) == round(flat)
     dedup = re.search(r", (\d+\.\d) times when a token crosses", rack).group(1)
     assert f"takes {dedup} times" in cards["moe_two_racks_dedup"]
+
+
+def test_exact_answers_refuse_their_neighbours():
+    exact = [ex for ex in EXERCISES.values() if getattr(ex, "exact", False)]
+    assert {ex.id for ex in exact} == {"max_batch_kimi"}
+    for ex in exact:
+        key = ex.expected()
+        assert judge(ex, key).status == RIGHT
+        for near in (key - 1, key + 1, key + 0.5):
+            assert judge(ex, near).status == WRONG, (ex.id, near)
