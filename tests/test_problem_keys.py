@@ -216,8 +216,8 @@ def test_choice_reading_by_hand():
         assert judge(many, form).status == RIGHT, form
     missing, extra = judge(many, "a"), judge(many, "a, b, c")
     assert missing.status == extra.status == WRONG
-    assert "(c) applies too: c applies." in missing.message and "b does not" not in missing.message
-    assert "(b) does not apply: b does not." in extra.message and "c applies" not in extra.message
+    assert "Left out (c): c applies." in missing.message and "b does not" not in missing.message
+    assert "Picked (b): b does not." in extra.message and "c applies" not in extra.message
     for bad in ("aa", "a, a", "a, d", "", ["a", 1]):
         assert judge(many, bad).status == WRONG, bad
 

@@ -427,8 +427,9 @@ def _judge_choice(ex, answer) -> Result:
     notes = []
     for x in misjudged:
         right, feedback = entries[x]
-        what = f"({x}) {'applies too' if right else 'does not apply'}"
-        notes.append(f"{what}: {feedback}" if feedback else what)
+        what = f"left out ({x})" if right else f"picked ({x})"
+        notes.append(f"{what.capitalize()}: {feedback}" if feedback else
+                     f"{what.capitalize()}, which {'applies' if right else 'does not apply'}")
     return Result(ex.id, WRONG, f"{given} is not the right set ({len(misjudged)} option(s) misjudged). "
                                 f"{' '.join(n if n.endswith(('.', '!', '?')) else n + '.' for n in notes)} "
                                 f"Hint: {ex.hint}", given)
