@@ -35,10 +35,15 @@ import sympy as sp
 from . import moe, pipeline, roofline
 from .catalog import hardware, memory_data, models, systems
 from .errors import ChalkError, in_range, non_negative, positive, positive_int
+from .lazy import Lazy
 from .notation import (B, C, E, L, N_rout, N_tot, P, W_chip, W_out, b_act, b_g, b_kv, b_opt, b_w, d_model, k, m,
                        n_DP, n_exp, t_F)
 from .moe import _system  # a System from a name or itself; anything else is an error naming system
 from .pipeline import _whole, t_hop  # _whole: a whole number >= 1, or an array of them (sweeps)
+
+# Solved, simplified, limiting and lambdified forms are built on first use (``chalk.lazy``), so that
+# importing the module does not pay for the ones a caller never reads.
+_derived = Lazy(__name__)
 
 # --- memory per chip ---------------------------------------------------------------------------
 weight_bytes = N_tot * b_w
@@ -50,30 +55,63 @@ per_chip_expr = (weight_bytes + kv_cache_bytes) / (E * P)
 own layers' cache for every sequence in flight."""
 weights_per_chip = weight_bytes / (E * P)
 kv_per_chip = kv_cache_bytes / (E * P)
-kv_per_chip_busy = sp.simplify(kv_per_chip.subs(m, P))
-"""B L b_kv / E: with m = P micro-batches, P cancels. Each stage keeps 1/P of the layers' cache
-for P times the sequences."""
 per_chip_busy = sp.expand(per_chip_expr.subs(m, P))
 """c with the pipeline kept busy, written term by term: only the weights fall as 1/P."""
-per_chip_limit = sp.limit(per_chip_busy, P, sp.oo)
-"""What infinitely many stages leave on each chip: the cache, B L b_kv / E."""
-crossover_stages_expr = sp.solve(sp.Eq(weights_per_chip, kv_per_chip_busy), P)[0]
-"""P* = N_tot b_w / (B L b_kv): past this many stages the cache outweighs the weights on every chip."""
 fit_expr = sp.Eq(per_chip_busy, C)
-max_batch_expr = sp.simplify(sp.solve(fit_expr, B)[0])
-"""The most sequences per micro-batch that fit a chip of capacity C with P stages busy."""
-max_batch_limit = sp.limit(max_batch_expr, P, sp.oo)
-"""C E / (L b_kv): the ceiling no number of busy stages lifts (m = P, micro-batches of whole sequences)."""
-max_batch_any_m_expr = sp.solve(sp.Eq(per_chip_expr, C), B)[0]
-"""(C E P - N_tot b_w) / (m L b_kv): with fewer micro-batches than stages (m < P, stages idle) the
-batch that fits grows with P; it buys context at 1/P of the throughput per stage."""
-crossover_capacity_expr = sp.solve(sp.Eq(weights_per_chip, kv_per_chip_busy.subs(B, max_batch_expr)), P)[0]
-"""2 N_tot b_w / (C E): P* when the micro-batch is the largest that fits (past the balance
-context L*, where capacity and not B* sets it): the cache overtakes the weights once they take
-half of each chip."""
-same_chips_expr = sp.simplify(per_chip_busy - per_chip_expr.subs({E: E * P, P: 1, m: 1, B: P * B}, simultaneous=True))
-"""0: P stages of E chips with m = P micro-batches of B need exactly the memory per chip of one
-stage of E P chips holding the same P B sequences; the two differ only in time per token."""
+
+
+@_derived
+def _kv_per_chip_busy():
+    """B L b_kv / E: with m = P micro-batches, P cancels. Each stage keeps 1/P of the layers' cache
+    for P times the sequences."""
+    return sp.simplify(kv_per_chip.subs(m, P))
+
+
+@_derived
+def _per_chip_limit():
+    """What infinitely many stages leave on each chip: the cache, B L b_kv / E."""
+    return sp.limit(per_chip_busy, P, sp.oo)
+
+
+@_derived
+def _crossover_stages_expr():
+    """P* = N_tot b_w / (B L b_kv): past this many stages the cache outweighs the weights on every chip."""
+    return sp.solve(sp.Eq(weights_per_chip, _kv_per_chip_busy()), P)[0]
+
+
+@_derived
+def _max_batch_expr():
+    """The most sequences per micro-batch that fit a chip of capacity C with P stages busy."""
+    return sp.simplify(sp.solve(fit_expr, B)[0])
+
+
+@_derived
+def _max_batch_limit():
+    """C E / (L b_kv): the ceiling no number of busy stages lifts (m = P, micro-batches of whole sequences)."""
+    return sp.limit(_max_batch_expr(), P, sp.oo)
+
+
+@_derived
+def _max_batch_any_m_expr():
+    """(C E P - N_tot b_w) / (m L b_kv): with fewer micro-batches than stages (m < P, stages idle) the
+    batch that fits grows with P; it buys context at 1/P of the throughput per stage."""
+    return sp.solve(sp.Eq(per_chip_expr, C), B)[0]
+
+
+@_derived
+def _crossover_capacity_expr():
+    """2 N_tot b_w / (C E): P* when the micro-batch is the largest that fits (past the balance
+    context L*, where capacity and not B* sets it): the cache overtakes the weights once they take
+    half of each chip."""
+    return sp.solve(sp.Eq(weights_per_chip, _kv_per_chip_busy().subs(B, _max_batch_expr())), P)[0]
+
+
+@_derived
+def _same_chips_expr():
+    """0: P stages of E chips with m = P micro-batches of B need exactly the memory per chip of one
+    stage of E P chips holding the same P B sequences; the two differ only in time per token."""
+    return sp.simplify(per_chip_busy - per_chip_expr.subs({E: E * P, P: 1, m: 1, B: P * B}, simultaneous=True))
+
 
 # --- busy micro-batches and time per token ------------------------------------------------------
 T_read = sp.Symbol(r"T_\text{read}", positive=True)
@@ -88,12 +126,22 @@ routed experts some token picks; all N_tot b_w once B is a few times n_exp / k."
 t_read_expr = (weights_read_bytes + B * L * b_kv) / (E * W_chip)
 """T_read: the weights a micro-batch touches and its own cache, each read once by the E chips of
 whichever stage holds them; the P stages take turns, so P does not enter."""
-microbatches_busy_expr = sp.expand(pipeline.DECODE_MIN_MICROBATCHES.subs(t_F, T_read / P))
-"""m = P (1 + P t_hop / T_read): Chapter 3's m >= P (1 + t_hop / t_F) with a stage's share t_F =
-T_read / P. It is m = P only while t_hop << T_read / P; past that, slow hops need more
-micro-batches in flight, each with its cache."""
-kv_per_chip_hops = sp.factor(kv_per_chip.subs(m, microbatches_busy_expr))
-"""B L b_kv (1 + P t_hop / T_read) / E: with hops the cache per chip grows linearly with P."""
+
+
+@_derived
+def _microbatches_busy_expr():
+    """m = P (1 + P t_hop / T_read): Chapter 3's m >= P (1 + t_hop / t_F) with a stage's share t_F =
+    T_read / P. It is m = P only while t_hop << T_read / P; past that, slow hops need more
+    micro-batches in flight, each with its cache."""
+    return sp.expand(pipeline.DECODE_MIN_MICROBATCHES.subs(t_F, T_read / P))
+
+
+@_derived
+def _kv_per_chip_hops():
+    """B L b_kv (1 + P t_hop / T_read) / E: with hops the cache per chip grows linearly with P."""
+    return sp.factor(kv_per_chip.subs(m, _microbatches_busy_expr()))
+
+
 weight_floor_expr = weights_read_bytes / (E * W_chip)
 """The weights a batch of B touches, read by the E chips that hold them (the chips reading)."""
 weight_floor_all_expr = weight_bytes / (E * W_chip)
@@ -123,27 +171,34 @@ sharded by any stage."""
 _C_ARGS = (N_tot, b_w, m, B, L, b_kv, E, P)
 _READ_ARGS = (N_tot, N_rout, k, n_exp, b_w, B, L, b_kv, E, W_chip)
 _HOP_ARGS = (t_link, B, d_model, b_act, E, W_out)
-numeric = {
-    "per_chip": sp.lambdify(_C_ARGS, per_chip_expr, "numpy"),
-    "weights_per_chip": sp.lambdify(_C_ARGS, weights_per_chip, "numpy"),
-    "kv_per_chip": sp.lambdify(_C_ARGS, kv_per_chip, "numpy"),
-    "t_read": sp.lambdify(_READ_ARGS, t_read_expr, "numpy"),
-    "token_time": sp.lambdify((T_read, P, t_hop, n_moe, t_a2a), token_time_expr, "numpy"),
-    "microbatches_busy": sp.lambdify((P, t_hop, T_read), microbatches_busy_expr, "numpy"),
-    "weight_floor": sp.lambdify(_READ_ARGS[:6] + (E, W_chip), weight_floor_expr, "numpy"),
-    "hop_time": sp.lambdify(_HOP_ARGS, t_hop_expr, "numpy"),
-    "crossover_stages": sp.lambdify((N_tot, b_w, B, L, b_kv), crossover_stages_expr, "numpy"),
-    "crossover_capacity": sp.lambdify((N_tot, b_w, C, E), crossover_capacity_expr, "numpy"),
-    "max_batch": sp.lambdify((C, E, P, m, N_tot, b_w, L, b_kv), max_batch_any_m_expr, "numpy"),
-    "zero": {stage: sp.lambdify((N_tot, b_w, b_g, b_opt, n_DP), expr, "numpy") for stage, expr in ZERO_STAGES.items()},
-}
-"""Vectorised NumPy versions of the formulas, each taking its symbols in this order: per-chip ones
-(N_tot, b_w, m, B, L, b_kv, E, P); ``t_read`` (N_tot, N_routed, k, n_exp, b_w, B, L, b_kv, E,
-W_chip); ``token_time`` (T_read, P, t_hop, n_MoE, t_a2a); ``microbatches_busy`` (P, t_hop, T_read);
-``weight_floor`` (N_tot, N_routed, k, n_exp, b_w, B, E, W_chip); ``hop_time`` (t_link, B,
-d_model, b_act, E, W_out); ``crossover_stages`` (N_tot, b_w, B, L, b_kv); ``crossover_capacity``
-(N_tot, b_w, C, E); ``max_batch`` (C, E, P, m, N_tot, b_w, L, b_kv); each ZeRO stage (N_tot, b_w,
-b_g, b_opt, n_DP)."""
+
+
+@_derived
+def _numeric():
+    """Vectorised NumPy versions of the formulas, each taking its symbols in this order: per-chip ones
+    (N_tot, b_w, m, B, L, b_kv, E, P); ``t_read`` (N_tot, N_routed, k, n_exp, b_w, B, L, b_kv, E,
+    W_chip); ``token_time`` (T_read, P, t_hop, n_MoE, t_a2a); ``microbatches_busy`` (P, t_hop, T_read);
+    ``weight_floor`` (N_tot, N_routed, k, n_exp, b_w, B, E, W_chip); ``hop_time`` (t_link, B,
+    d_model, b_act, E, W_out); ``crossover_stages`` (N_tot, b_w, B, L, b_kv); ``crossover_capacity``
+    (N_tot, b_w, C, E); ``max_batch`` (C, E, P, m, N_tot, b_w, L, b_kv); each ZeRO stage (N_tot, b_w,
+    b_g, b_opt, n_DP)."""
+    return {
+        "per_chip": sp.lambdify(_C_ARGS, per_chip_expr, "numpy"),
+        "weights_per_chip": sp.lambdify(_C_ARGS, weights_per_chip, "numpy"),
+        "kv_per_chip": sp.lambdify(_C_ARGS, kv_per_chip, "numpy"),
+        "t_read": sp.lambdify(_READ_ARGS, t_read_expr, "numpy"),
+        "token_time": sp.lambdify((T_read, P, t_hop, n_moe, t_a2a), token_time_expr, "numpy"),
+        "microbatches_busy": sp.lambdify((P, t_hop, T_read), _microbatches_busy_expr(), "numpy"),
+        "weight_floor": sp.lambdify(_READ_ARGS[:6] + (E, W_chip), weight_floor_expr, "numpy"),
+        "hop_time": sp.lambdify(_HOP_ARGS, t_hop_expr, "numpy"),
+        "crossover_stages": sp.lambdify((N_tot, b_w, B, L, b_kv), _crossover_stages_expr(), "numpy"),
+        "crossover_capacity": sp.lambdify((N_tot, b_w, C, E), _crossover_capacity_expr(), "numpy"),
+        "max_batch": sp.lambdify((C, E, P, m, N_tot, b_w, L, b_kv), _max_batch_any_m_expr(), "numpy"),
+        "zero": {stage: sp.lambdify((N_tot, b_w, b_g, b_opt, n_DP), expr, "numpy") for stage, expr in ZERO_STAGES.items()},
+    }
+
+
+__getattr__, __dir__ = _derived.module_getattr, _derived.module_dir
 
 
 # --- inputs ------------------------------------------------------------------------------------
@@ -240,7 +295,7 @@ def per_chip(model, batch, context, dtype="bf16", expert_parallel=1, stages=1, m
     the cache are assumed to shard perfectly (``layout_bytes`` shows where they do not). Batch,
     context, stages and micro-batches may be arrays, which broadcast."""
     args = _args(model, batch, context, dtype, expert_parallel, stages, microbatches, kv_bytes_per_element)
-    return _scalar(numeric["per_chip"](*args))
+    return _scalar(_numeric()["per_chip"](*args))
 
 
 def per_chip_parts(model, batch, context, dtype="bf16", expert_parallel=1, stages=1, microbatches=None,
@@ -248,8 +303,8 @@ def per_chip_parts(model, batch, context, dtype="bf16", expert_parallel=1, stage
     """(weights, KV cache) of ``per_chip``, in bytes per chip."""
     args = _args(model, batch, context, dtype, expert_parallel, stages, microbatches, kv_bytes_per_element)
     shape = np.broadcast_shapes(*map(np.shape, args))
-    return (_scalar(numeric["weights_per_chip"](*args) * np.ones(shape)),
-            _scalar(numeric["kv_per_chip"](*args) * np.ones(shape)))
+    return (_scalar(_numeric()["weights_per_chip"](*args) * np.ones(shape)),
+            _scalar(_numeric()["kv_per_chip"](*args) * np.ones(shape)))
 
 
 def crossover_stages(model, batch, context, dtype="bf16", kv_bytes_per_element=2):
@@ -260,7 +315,7 @@ def crossover_stages(model, batch, context, dtype="bf16", kv_bytes_per_element=2
     non_negative("context", context)
     ctx = np.asarray(context, dtype=float)
     with np.errstate(divide="ignore"):  # no cache at context 0: the weights win at any depth
-        out = numeric["crossover_stages"](mdl.total_params, hardware.bytes_per_weight(dtype), np.asarray(batch, dtype=float),
+        out = _numeric()["crossover_stages"](mdl.total_params, hardware.bytes_per_weight(dtype), np.asarray(batch, dtype=float),
                                           ctx, _effective_b_kv(mdl, context, kv_bytes_per_element))
     return _scalar(np.where(ctx > 0, out, np.inf))
 
@@ -282,7 +337,7 @@ def max_batch(model, system, context, dtype="bf16", stages=1, kv_bytes_per_eleme
         return 0.0
     if not context:
         return math.inf
-    most = numeric["max_batch"](usable, sys_.count, P_, m_, mdl.total_params, b, float(context),
+    most = _numeric()["max_batch"](usable, sys_.count, P_, m_, mdl.total_params, b, float(context),
                                 float(_effective_b_kv(mdl, context, kv_bytes_per_element)))
     return float(math.floor(most + 1e-9))
 
@@ -311,11 +366,11 @@ def crossover_at_balance(model, system, context, dtype="bf16", kv_bytes_per_elem
     usable = sys_.chip.hbm_capacity * (1 - headroom)
     b_star = roofline.balance_batch(sys_.chip, mdl, dtype, context, kv_bytes_per_element)
     by_balance = crossover_stages(mdl, b_star, context, dtype, kv_bytes_per_element) if math.isfinite(b_star) else 0.0
-    by_capacity = float(numeric["crossover_capacity"](mdl.total_params, b, usable, sys_.count))
+    by_capacity = float(_numeric()["crossover_capacity"](mdl.total_params, b, usable, sys_.count))
     if by_balance >= by_capacity:
         return Crossover(by_balance, b_star, False)
     b_kv_ = float(_effective_b_kv(mdl, context, kv_bytes_per_element))
-    fits = float(numeric["max_batch"](usable, sys_.count, by_capacity, by_capacity, mdl.total_params, b,
+    fits = float(_numeric()["max_batch"](usable, sys_.count, by_capacity, by_capacity, mdl.total_params, b,
                                       float(context), b_kv_))
     return Crossover(by_capacity, fits, True)
 
@@ -407,7 +462,7 @@ def weight_floor(model, system, dtype="bf16", batch=None, expert_parallel=None):
     domain puts each MoE layer's all-to-all on the network (``token_time``'s ``alltoall``)."""
     mdl, n, routed, k_, n_, b, E_, W_ = _reading(model, system, dtype, expert_parallel)
     B_ = np.inf if batch is None else np.asarray(_batch(batch), dtype=float)
-    return _scalar(numeric["weight_floor"](n, routed, k_, n_, b, B_, E_, W_))
+    return _scalar(_numeric()["weight_floor"](n, routed, k_, n_, b, B_, E_, W_))
 
 
 def read_time(model, system, batch, context, dtype="bf16", kv_bytes_per_element=2, expert_parallel=None):
@@ -417,7 +472,7 @@ def read_time(model, system, batch, context, dtype="bf16", kv_bytes_per_element=
     mdl, n, routed, k_, n_, b, E_, W_ = _reading(model, system, dtype, expert_parallel)
     _batch(batch)
     non_negative("context", context)
-    return _scalar(numeric["t_read"](n, routed, k_, n_, b, np.asarray(batch, dtype=float), np.asarray(context, dtype=float),
+    return _scalar(_numeric()["t_read"](n, routed, k_, n_, b, np.asarray(batch, dtype=float), np.asarray(context, dtype=float),
                                      _effective_b_kv(mdl, context, kv_bytes_per_element), E_, W_))
 
 
@@ -432,7 +487,7 @@ def busy_microbatches(model, system, batch, context, stages, hop=0.0, dtype="bf1
     P_ = _whole("stages", stages)
     non_negative("hop", hop)
     T = read_time(model, system, batch, context, dtype, kv_bytes_per_element, expert_parallel)
-    return _scalar(numeric["microbatches_busy"](P_, np.where(np.asarray(P_) > 1, float(hop), 0.0), T))
+    return _scalar(_numeric()["microbatches_busy"](P_, np.where(np.asarray(P_) > 1, float(hop), 0.0), T))
 
 
 def hop_time(model, system, batch, latency, bytes_per_element=2):
@@ -443,7 +498,7 @@ def hop_time(model, system, batch, latency, bytes_per_element=2):
     _batch(batch)
     non_negative("latency", latency)
     positive("bytes_per_element", bytes_per_element)
-    return _scalar(numeric["hop_time"](latency, np.asarray(batch, dtype=float), mdl.d_model, bytes_per_element,
+    return _scalar(_numeric()["hop_time"](latency, np.asarray(batch, dtype=float), mdl.d_model, bytes_per_element,
                                        sys_.count, sys_.chip.scale_out_bandwidth))
 
 
@@ -459,7 +514,7 @@ def token_time(model, system, batch, context, stages=1, hop=0.0, dtype="bf16", k
     non_negative("hop", hop)
     non_negative("alltoall", alltoall)
     T = read_time(mdl, system, batch, context, dtype, kv_bytes_per_element, expert_parallel)
-    return _scalar(numeric["token_time"](T, P_, hop if P_ > 1 else 0.0, mdl.n_moe_layers, alltoall))
+    return _scalar(_numeric()["token_time"](T, P_, hop if P_ > 1 else 0.0, mdl.n_moe_layers, alltoall))
 
 
 # --- training memory ---------------------------------------------------------------------------
@@ -472,7 +527,7 @@ def training_state_bytes(model, recipe="zero-mixed-adam", chips=1, zero_stage=0)
     n = positive_int("chips", chips)
     if zero_stage not in ZERO_STAGES:
         raise ChalkError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
-    return float(numeric["zero"][zero_stage](mdl.total_params, r.weights, r.gradients, r.optimizer, n))
+    return float(_numeric()["zero"][zero_stage](mdl.total_params, r.weights, r.gradients, r.optimizer, n))
 
 
 def fewest_chips_to_train(model, chip, recipe="zero-mixed-adam", headroom=roofline.HEADROOM) -> int:
