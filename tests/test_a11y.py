@@ -19,6 +19,7 @@ import pkgutil
 import re
 import warnings
 from collections import defaultdict
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -27,7 +28,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 import chalk.figures
-from chalk import timetable
+from chalk import measure, timetable
 from chalk.errors import ChalkError
 from chalk.figures import canvas, overtraining, pipelining, revnets
 from chalk.teaching.flashcards import FIGURES as CARD_FIGURES
@@ -343,7 +344,25 @@ def _closed_form(draw):
     return draw(run, steady.start, steady.stop)
 
 
+def _lab_without_measuring():
+    """Chapter 1's lab figures drawn from a made-up machine (60 GFLOP/s, 12 GB/s) whose steps sit
+    20% above the roofline: measuring this machine would take a minute per figure and check nothing
+    more about colour or words."""
+    c = measure.Ceilings(flops=60e9, bandwidth=12e9, threads=1, matmul_size=1024, stream_bytes=2**28)
+    d = np.array(measure.DENSE_BATCHES)
+    dense = measure.StepSweep(d, np.ones(len(d)), 8 * 2048.0**2, 8 * 2048.0**2, layers=8)
+    dense = replace(dense, seconds=1.2 * measure.predicted(dense, c.flops, c.bandwidth))
+    m = np.array(measure.MOE_BATCHES)
+    touched = measure.predicted_experts_touched(m, 2, 16)
+    routed = measure.StepSweep(m, np.ones(len(m)), 2 * 2 * 1024.0**2, 2 * 16 * 1024.0**2, 16, 2, touched, layers=2)
+    routed = replace(routed, seconds=1.2 * measure.predicted(routed, c.flops, c.bandwidth))
+    return measure.Lab(c, dense, routed, measure.compare(dense, c.flops, c.bandwidth),
+                       measure.compare(routed, c.flops, c.bandwidth))
+
+
 EXAMPLES = {
+    "measured.roofline_figure": lambda draw: draw(_lab_without_measuring()),
+    "measured.moe_figure": lambda draw: draw(_lab_without_measuring()),
     "pipelining.gantt_figure": lambda draw: draw(
         [pipelining.run(4, 4, "gpipe"), pipelining.run(4, 4, "1f1b")], ["GPipe", "1F1B"]),
     "plotting.roofline_figure": lambda draw: draw("GB200", "deepseek-v3", 4096, "fp8", 72, batch=512),
