@@ -59,9 +59,10 @@ def table(chapter: str, root: Path = ROOT) -> str:
 
 
 def tables(root: Path = ROOT) -> str:
-    """A heading and ``table`` for every problem set."""
+    """A title and ``table`` for every problem set (a bold line, not a heading: a heading in a cell's
+    output would not join the page's table of contents)."""
     out = []
     for ch in chapters(root):
         if ch.problem_set.is_file():
-            out += [f"### Problem set {ch.number}: {_cell(ch.title)}", "", table(ch.name, root), ""]
+            out += [f"**Problem set {ch.number}: {_cell(ch.title)}**", "", table(ch.name, root), ""]
     return "\n".join(out)
