@@ -66,24 +66,45 @@ import sympy as sp
 
 from . import roofline
 from .errors import ChalkError, DoesNotFit, in_range, positive, positive_int
+from .lazy import Lazy
 from .notation import B, L, T, W, b_kv, lam
+
+# Integrated, summed, solved and lambdified forms are built on first use (``chalk.lazy``): the
+# lambdified load formulas alone, roofline expressions of a dozen symbols, cost over half a second
+# of every import.
+_derived = Lazy(__name__)
 
 _u = sp.Dummy("u", nonnegative=True)
 """Arrival phase after the last departure: only a variable of integration, so not notation."""
 
-wait_mean = sp.integrate((T - _u) / T, (_u, 0, T))
-"""Mean wait for the next departure, averaging T - u over a uniform phase u."""
+
+
+@_derived
+def _wait_mean():
+    """Mean wait for the next departure, averaging T - u over a uniform phase u."""
+    return sp.integrate((T - _u) / T, (_u, 0, T))
+
+
 wait_worst = (T - _u).subs(_u, 0)
 """Arriving just after a departure: a full interval to wait."""
-ttft_mean = wait_mean + T
-"""Time to first token: the wait, then the one step of length T that prefills the prompt and
-emits the first token (prefill assumed to add nothing to the step)."""
+
+
+@_derived
+def _ttft_mean():
+    """Time to first token: the wait, then the one step of length T that prefills the prompt and
+    emits the first token (prefill assumed to add nothing to the step)."""
+    return _wait_mean() + T
+
+
 ttft_worst = wait_worst + T
 batch_mean = lam * T
 """Requests per departure on average: the new requests each step takes on in steady state."""
 
-CLOSED_FORM = {"wait_mean": wait_mean, "wait_worst": wait_worst,
-               "ttft_mean": ttft_mean, "ttft_worst": ttft_worst}
+
+@_derived
+def _CLOSED_FORM():
+    return {"wait_mean": _wait_mean(), "wait_worst": wait_worst, "ttft_mean": _ttft_mean(), "ttft_worst": ttft_worst}
+
 
 # --- offered load -------------------------------------------------------------------------------
 n_in = sp.Symbol(r"n_\text{in}", positive=True)
@@ -96,14 +117,27 @@ _j = sp.Dummy("j", positive=True, integer=True)
 request_tokens = n_in + n_out - 1
 """Tokens one request pushes through the matmuls: its prompt, then every output token but the
 last, which is never fed back."""
-request_attended = sp.factor(n_in * (n_in + 1) / 2 + sp.summation(n_in + _j, (_j, 1, n_out - 1)))
-"""Cached tokens its new tokens attend to: causally within the prompt, then n_in + j at decode
-step j."""
-request_compute = roofline.t_compute.subs({B: request_tokens, L: request_attended / request_tokens})
-"""Seconds of the replica's peak FLOP/s that one request needs: ``roofline.t_compute`` for its
-tokens at their mean attended context."""
-offered_compute = lam * request_compute
-"""Offered FLOPs over peak: the MFU a stable replica must reach; at 1 or more no schedule keeps up."""
+
+
+@_derived
+def _request_attended():
+    """Cached tokens its new tokens attend to: causally within the prompt, then n_in + j at decode
+    step j."""
+    return sp.factor(n_in * (n_in + 1) / 2 + sp.summation(n_in + _j, (_j, 1, n_out - 1)))
+
+
+@_derived
+def _request_compute():
+    """Seconds of the replica's peak FLOP/s that one request needs: ``roofline.t_compute`` for its
+    tokens at their mean attended context."""
+    return roofline.t_compute.subs({B: request_tokens, L: _request_attended() / request_tokens})
+
+
+@_derived
+def _offered_compute():
+    """Offered FLOPs over peak: the MFU a stable replica must reach; at 1 or more no schedule keeps up."""
+    return lam * _request_compute()
+
 
 t_full = sp.Symbol(r"t_\text{full}", positive=True)
 """Local to this module: a decode pass with all B seats taken."""
@@ -112,28 +146,51 @@ t_stall = sp.Symbol(r"t_\text{stall}", positive=True)
 seat_load = lam * n_out / B * t_full + lam * t_stall
 """Fraction of a full replica's time the arrivals need: λ n_out / B passes per second (each
 request holds a seat for n_out passes) of t_full each, plus λ prefill stalls."""
-seat_capacity = sp.solve(sp.Eq(seat_load, 1), lam)[0]
-"""Requests per second a replica with every seat taken serves: B / (n_out t_full + B t_stall)."""
-seat_turnover = seat_capacity.subs(t_stall, 0)
-"""The same with prefill free (chunked into passes' idle FLOPs): B / (n_out t_full)."""
+
+
+@_derived
+def _seat_capacity():
+    """Requests per second a replica with every seat taken serves: B / (n_out t_full + B t_stall)."""
+    return sp.solve(sp.Eq(seat_load, 1), lam)[0]
+
+
+@_derived
+def _seat_turnover():
+    """The same with prefill free (chunked into passes' idle FLOPs): B / (n_out t_full)."""
+    return _seat_capacity().subs(t_stall, 0)
+
 
 t_full_expr = roofline.t_step.subs(L, n_in + n_out / 2)
 """t_full: the roofline step of B sequences at their mean context, n_in + n_out/2."""
 t_prompt_expr = roofline.t_compute.subs({B: n_in, L: (n_in + 1) / 2})
 """One whole prompt's matmuls and causal attention at peak FLOP/s."""
-_prefill_pass = sp.Max(roofline.t_compute.subs(B, B - 1) + t_prompt_expr,
-                       roofline.t_weights.subs(B, B - 1 + n_in) + roofline.t_kv.subs(B, B - 1) + n_in * b_kv / W)
-t_stall_expr = (_prefill_pass - roofline.t_step).subs(L, n_in + n_out / 2)
-"""t_stall: a pass of B - 1 decoding sequences plus one whole prompt (its matmuls and causal
-attention, and its KV cache written), less t_full. About zero while the prompt hides under the
-pass's memory time (a little below: one sequence fewer reads its cache), up to the prompt's whole
-compute once the pass is compute-bound."""
 
-_ARGS = (lam, n_in, n_out, B) + roofline.ARGS[2:]
-_load_numeric = {name: sp.lambdify(_ARGS, expr, modules=[{"Max": np.maximum}, "numpy"]) for name, expr in {
-    "compute_share": offered_compute, "t_full": t_full_expr, "t_stall": t_stall_expr,
-    "t_full_compute": roofline.t_compute.subs(L, n_in + n_out / 2), "t_prompt": t_prompt_expr}.items()}
-_seat_numeric = sp.lambdify((lam, n_out, B, t_full, t_stall), (seat_capacity, seat_turnover, seat_load))
+
+@_derived
+def _t_stall_expr():
+    """t_stall: a pass of B - 1 decoding sequences plus one whole prompt (its matmuls and causal
+    attention, and its KV cache written), less t_full. About zero while the prompt hides under the
+    pass's memory time (a little below: one sequence fewer reads its cache), up to the prompt's whole
+    compute once the pass is compute-bound."""
+    prefill_pass = sp.Max(roofline.t_compute.subs(B, B - 1) + t_prompt_expr,
+                          roofline.t_weights.subs(B, B - 1 + n_in) + roofline.t_kv.subs(B, B - 1) + n_in * b_kv / W)
+    return (prefill_pass - roofline.t_step).subs(L, n_in + n_out / 2)
+
+
+@_derived
+def __load_numeric():
+    args = (lam, n_in, n_out, B) + roofline.ARGS[2:]
+    return {name: sp.lambdify(args, expr, modules=[{"Max": np.maximum}, "numpy"]) for name, expr in {
+        "compute_share": _offered_compute(), "t_full": t_full_expr, "t_stall": _t_stall_expr(),
+        "t_full_compute": roofline.t_compute.subs(L, n_in + n_out / 2), "t_prompt": t_prompt_expr}.items()}
+
+
+@_derived
+def __seat_numeric():
+    return sp.lambdify((lam, n_out, B, t_full, t_stall), (_seat_capacity(), _seat_turnover(), seat_load))
+
+
+__getattr__, __dir__ = _derived.module_getattr, _derived.module_dir
 
 
 @dataclass(frozen=True)
@@ -168,7 +225,7 @@ output lengths), so a slip of the keyboard should fail here, not run for an hour
 def closed_form(interval: float) -> dict[str, float]:
     """The four closed-form times, in seconds, for departures every ``interval`` seconds."""
     positive("interval", interval)
-    return {name: float(expr.subs(T, interval)) for name, expr in CLOSED_FORM.items()}
+    return {name: float(expr.subs(T, interval)) for name, expr in _CLOSED_FORM().items()}
 
 
 @dataclass(frozen=True)
@@ -433,8 +490,8 @@ def offered_load(chip, model, dtype="bf16", chips=1, *, rate, prompt, output, he
                          f"weights of {rep.model.display} on {rep.chips} x {rep.chip.name}",
                          float(rep.kv_bytes(1, prompt + output)), rep.usable_hbm(headroom) - rep.weight_bytes)
     params = rep.params(prompt + output / 2)
-    values = {name: float(f(rate, prompt, output, seats, *params)) for name, f in _load_numeric.items()}
-    capacity, turnover, load = _seat_numeric(rate, output, seats, values["t_full"], values["t_stall"])
+    values = {name: float(f(rate, prompt, output, seats, *params)) for name, f in __load_numeric().items()}
+    capacity, turnover, load = __seat_numeric()(rate, output, seats, values["t_full"], values["t_stall"])
     return Load(float(rate), values["compute_share"], int(seats), values["t_full"], values["t_full_compute"],
                 values["t_prompt"], values["t_stall"], float(turnover), float(capacity), float(load))
 
