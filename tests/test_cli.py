@@ -1,4 +1,6 @@
 """``python -m chalk``: every subcommand answers, bad input gives one line on stderr and exit 2."""
+import contextlib
+import io
 import re
 import subprocess
 import sys
@@ -9,7 +11,25 @@ from chalk import cli
 
 
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "chalk", *args], capture_output=True, text=True)
+    """What ``python -m chalk <args>`` prints and returns, run in this interpreter: a fresh one per
+    call cost seconds of imports each, most of this file's time. ``__main__`` only calls
+    ``cli.main``; test_the_module_entry_point_is_cli_main runs it for real."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli.main(list(args))
+        except SystemExit as done:  # argparse's own errors and --help
+            code = done.code
+    return subprocess.CompletedProcess(["python", "-m", "chalk", *args], code, out.getvalue(), err.getvalue())
+
+
+def test_the_module_entry_point_is_cli_main():
+    """The one real ``python -m chalk`` of this file: its exit codes and streams are cli.main's."""
+    args = ("serve", "--model", "deepseek-v3", "--chip", "H100-SXM", "--batch", "-1")
+    bad = subprocess.run([sys.executable, "-m", "chalk", *args], capture_output=True, text=True)
+    here = run(*args)
+    assert (bad.returncode, bad.stdout, bad.stderr) == (here.returncode, here.stdout, here.stderr)
+    assert bad.returncode == cli.EXIT_BAD_INPUT and len(bad.stderr.strip().splitlines()) == 1
 
 
 def test_help_explains_every_option(capsys):
