@@ -39,6 +39,7 @@ import sympy as sp
 from . import moe, roofline
 from .catalog import hardware, operators
 from .errors import ChalkError, non_negative, positive, positive_int
+from .lazy import Lazy
 from .notation import B, E, F, F_att, L, N_act, N_rout, N_tot, W, b_kv, b_w, f_att, m, n_exp, n_red
 
 DEEPSEEK = "deepseek-v3-r1@2025-02-28"
@@ -49,6 +50,10 @@ ROUTING_TRIALS = 8
 """Simulated routing steps behind the imbalance term (its standard error is below 1%)."""
 
 # --- formulas -----------------------------------------------------------------------------------
+# The solved balance and its lambdified form are built on first use (``chalk.lazy``), so that
+# importing the module does not pay for them.
+_derived = Lazy(__name__)
+
 params_per_gpu = (N_tot - N_rout) + moe.experts_per_chip_expr * N_rout / n_exp
 """Parameters each GPU holds and reads when everything but the routed experts (attention, shared
 experts, dense layers, embeddings, routers) is copied on every GPU and the routed experts, with
@@ -58,13 +63,23 @@ t_weights_layout = roofline.t_weights_all.xreplace({N_tot: m * E * params_per_gp
 """The roofline's weight read for that layout: each of the E GPUs reads its own parameters once
 per micro-batch, m times a step, W being the E GPUs' bandwidth together."""
 
-layout_balance_batch_expr = sp.solve(sp.Eq(roofline.t_compute, t_weights_layout + roofline.t_kv), B)[0] / E
-"""b*: sequences per GPU at which the layout's compute time equals its memory time. It is the
-roofline's B* times m params_per_gpu / N_tot, which is B*/E only when every weight is sharded
-(params_per_gpu = N_tot/E) and read once."""
 
-_layout_balance = sp.lambdify((L, N_act, N_tot, b_w, b_kv, F, W, f_att, F_att, N_rout, n_exp, n_red, E, m),
-                              layout_balance_batch_expr, modules=[{"ceiling": math.ceil}, "math"])
+
+@_derived
+def _layout_balance_batch_expr():
+    """b*: sequences per GPU at which the layout's compute time equals its memory time. It is the
+    roofline's B* times m params_per_gpu / N_tot, which is B*/E only when every weight is sharded
+    (params_per_gpu = N_tot/E) and read once."""
+    return sp.solve(sp.Eq(roofline.t_compute, t_weights_layout + roofline.t_kv), B)[0] / E
+
+
+@_derived
+def __layout_balance():
+    return sp.lambdify((L, N_act, N_tot, b_w, b_kv, F, W, f_att, F_att, N_rout, n_exp, n_red, E, m),
+                       _layout_balance_batch_expr(), modules=[{"ceiling": math.ceil}, "math"])
+
+
+__getattr__, __dir__ = _derived.module_getattr, _derived.module_dir
 
 
 def layout_balance_batch(chip, model, gpus, context=0, dtype="fp8", redundant=0, micro_batches=1,
@@ -82,7 +97,7 @@ def layout_balance_batch(chip, model, gpus, context=0, dtype="fp8", redundant=0,
     if context >= rep.balance_context():
         return math.inf
     n_act, n_tot, b_w, b_kv, flops, bw, f, f_rate, n_routed, _, n_e = rep.params(context)
-    return float(_layout_balance(float(context), n_act, n_tot, b_w, float(b_kv), flops, bw, float(f), f_rate,
+    return float(__layout_balance()(float(context), n_act, n_tot, b_w, float(b_kv), flops, bw, float(f), f_rate,
                                  n_routed, n_e, redundant, rep.chips, micro_batches))
 
 
