@@ -6,9 +6,17 @@ from .. import catalog, moe, notation
 from . import hardware, layouts, memory_data, models, prices, systems, tiers
 
 
+def _unbroken(cell: str) -> str:
+    """A figure (a cell that starts with a digit) kept on one line: no break at its spaces or after
+    a range's dash. Names, links and stored fields may still wrap."""
+    if not cell[:1].isdigit() or "[" in cell or "`" in cell:
+        return cell
+    return cell.replace(" ", "\u00a0").replace("–", "–\u2060")
+
+
 def _table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    lines += ["| " + " | ".join(map(_unbroken, row)) + " |" for row in rows]
     return "\n".join(lines)
 
 
@@ -27,50 +35,91 @@ def _rental(chip) -> str:
     if not chip.rental_usd_per_hour:
         return "–"
     low, high = chip.rental_usd_per_hour
-    return f"{low:.2f}–{high:.2f} ([source]({chip.rental_source}), {chip.rental_as_of})"
+    return f"{_unbroken(f'{low:.2f}–{high:.2f}')} ([source]({chip.rental_source}), {chip.rental_as_of})"
 
 
+# The chips, systems and models are printed as a few narrow tables each, grouped by what a reader
+# looks up together, rather than one table of a dozen columns: each fits a page's column, and each
+# row repeats the name and its source so that a table read alone is complete.
 def chips_table() -> str:
-    dtypes = ("bf16", "fp8", "fp4")
+    """Compute: peak FLOP/s by number format and the BF16 balance point r = F/W."""
     rows = []
     for chip in hardware.catalog_chips().values():
-        flops = [f"{chip.peak_flops[d] / 1e12:,.0f}" if d in chip.peak_flops else "–" for d in dtypes]
+        flops = [f"{chip.peak_flops[d] / 1e12:,.0f}" if d in chip.peak_flops else "–" for d in ("bf16", "fp8", "fp4")]
         r = f"{chip.intensity('bf16'):.0f}" if "bf16" in chip.peak_flops else "–"
-        rows.append([chip.name, chip.status, *flops, f"{chip.hbm_capacity / 1e9:,.0f}",
-                     f"{chip.hbm_bandwidth / 1e12:.2f}", r,
-                     f"{chip.drain_time * 1e3:.0f}", f"{chip.scale_up_bandwidth / 1e9:,.0f} ({chip.scale_up_bandwidth_bidirectional / 1e9:,.0f}) × {chip.scale_up_domain:,}",
-                     f"{chip.scale_out_bandwidth / 1e9:,.1f}", _rental(chip), _source(chip)])
-    return _table(["chip", "status", "BF16 TFLOP/s", "FP8", "FP4", "HBM GB", "HBM TB/s", "$r$ (BF16 FLOP/B)",
-                   "drain ms", "scale-up GB/s per direction (both) × domain", "scale-out GB/s per direction", "rental $/chip-h",
+        rows.append([chip.name, chip.status, *flops, r, _source(chip)])
+    return _table(["chip", "status", "BF16 TFLOP/s", "FP8 TFLOP/s", "FP4 TFLOP/s", "$r$ BF16 FLOP/B",
                    "source, as of"], rows)
+
+
+def chips_memory_table() -> str:
+    """HBM, the time to read all of it once, and what an hour of the chip rents for."""
+    return _table(["chip", "HBM GB", "HBM TB/s", "drain C/W ms", "rental $/chip-h", "source, as of"],
+                  [[chip.name, f"{chip.hbm_capacity / 1e9:,.0f}", f"{chip.hbm_bandwidth / 1e12:.2f}",
+                    f"{chip.drain_time * 1e3:.0f}", _rental(chip), _source(chip)]
+                   for chip in hardware.catalog_chips().values()])
+
+
+def chips_links_table() -> str:
+    """Links per chip and per direction; the bidirectional total vendors print in brackets."""
+    return _table(["chip", "scale-up GB/s per direction (both)", "scale-up domain, chips",
+                   "scale-out GB/s per direction", "source, as of"],
+                  [[chip.name, f"{chip.scale_up_bandwidth / 1e9:,.0f} ({chip.scale_up_bandwidth_bidirectional / 1e9:,.0f})",
+                    f"{chip.scale_up_domain:,}", f"{chip.scale_out_bandwidth / 1e9:,.1f}", _source(chip)]
+                   for chip in hardware.catalog_chips().values()])
 
 
 def systems_table() -> str:
+    """What each system is made of."""
+    return _table(["system", "make-up", "status", "chips", "source, as of"],
+                  [[s.name, s.display, s.status, f"{s.count:,} × {s.chip.name}", _source(s)]
+                   for s in systems.catalog_systems().values()])
+
+
+def systems_compute_table() -> str:
+    """A system's sums: FLOP/s in its fastest format, HBM and the time to read it once."""
     rows = []
     for s in systems.catalog_systems().values():
         best = next(d for d in ("bf16", "fp8", "fp4") if d in s.chip.peak_flops)
-        rows.append([s.name, s.display, s.status, f"{s.count:,} × {s.chip.name}",
-                     f"{s.flops(best) / 1e15:,.1f} ({best.upper()})", f"{s.hbm_capacity / 1e12:,.2f}",
-                     f"{s.hbm_bandwidth / 1e12:,.1f}", f"{s.scale_up_bandwidth / 1e12:,.1f} ({s.scale_up_bandwidth_bidirectional / 1e12:,.1f})",
-                     f"{s.scale_out_bandwidth / 1e12:,.2f}", f"{s.scale_up_to_out:.0f}×",
-                     f"{s.drain_time * 1e3:.0f}", _source(s)])
-    return _table(["system", "make-up", "status", "chips", "PFLOP/s dense", "HBM TB", "HBM TB/s",
-                   "scale-up TB/s per direction (both), sum", "scale-out TB/s per direction, sum", "scale-up ÷ scale-out", "drain ms",
-                   "source, as of"], rows)
+        rows.append([s.name, f"{s.flops(best) / 1e15:,.1f} ({best.upper()})", f"{s.hbm_capacity / 1e12:,.2f}",
+                     f"{s.hbm_bandwidth / 1e12:,.1f}", f"{s.drain_time * 1e3:.0f}", _source(s)])
+    return _table(["system", "PFLOP/s dense", "HBM TB", "HBM TB/s", "drain C/W ms", "source, as of"], rows)
+
+
+def systems_links_table() -> str:
+    """A system's link bandwidth, summed over its chips, and the ratio the chapters use."""
+    return _table(["system", "scale-up TB/s per direction (both)", "scale-out TB/s per direction",
+                   "scale-up ÷ scale-out", "source, as of"],
+                  [[s.name, f"{s.scale_up_bandwidth / 1e12:,.1f} ({s.scale_up_bandwidth_bidirectional / 1e12:,.1f})",
+                    f"{s.scale_out_bandwidth / 1e12:,.2f}", f"{s.scale_up_to_out:.0f}×", _source(s)]
+                   for s in systems.catalog_systems().values()])
 
 
 def models_table() -> str:
+    """Each model's name in the calculator and its shape."""
+    return _table(["model", "name", "attention", "layers", "width $d_\\text{model}$", "source, as of"],
+                  [[m.display, f"`{m.name}`", m.attention_kind, str(m.n_layers), f"{m.d_model:,}", _source(m)]
+                   for m in models.catalog_models().values()])
+
+
+def models_params_table() -> str:
+    """Parameter counts (computed from the shape, beside the one the authors report) and training tokens."""
     rows = []
     for m in models.catalog_models().values():
         reported = f"{m.reported_total_params / 1e9:,.1f}" if m.reported_total_params else "–"
         tokens = f"{m.training_tokens / 1e12:,.2f}" if m.training_tokens else "–"
-        rows.append([m.display, f"`{m.name}`", m.attention_kind, str(m.n_layers), f"{m.d_model:,}",
-                     f"{m.total_params / 1e9:,.1f}", reported, f"{m.active_params / 1e9:,.1f}",
-                     f"{m.sparsity:.1f}", f"{m.kv_bytes_per_token(2) / 1024:,.0f}",
-                     f"{m.kv_bytes(32768, 2) / 2**30:,.2f}", _max_context(m), tokens, _source(m)])
-    return _table(["model", "name", "attention", "layers", "width $d_\\text{model}$", "$N_\\text{tot}$ (B, computed)",
-                   "reported (B)", "$N_\\text{act}$ (B)", "sparsity $s$", "$b_\\text{kv}$ KiB (BF16)",
-                   "KV GiB at 32K (BF16)", "max context (tokens)", "training tokens (T)", "source, as of"], rows)
+        rows.append([m.display, f"{m.total_params / 1e9:,.1f}", reported, f"{m.active_params / 1e9:,.1f}",
+                     f"{m.sparsity:.1f}", tokens, _source(m)])
+    return _table(["model", "$N_\\text{tot}$ B params, computed", "reported B params", "$N_\\text{act}$ B params",
+                   "sparsity $s$", "training T tokens", "source, as of"], rows)
+
+
+def models_kv_table() -> str:
+    """The KV cache per token and at 32K tokens, in BF16, and the longest context the model takes."""
+    return _table(["model", "$b_\\text{kv}$ KiB per token (BF16)", "KV GiB at 32K tokens (BF16)",
+                   "max context, tokens", "source, as of"],
+                  [[m.display, f"{m.kv_bytes_per_token(2) / 1024:,.0f}", f"{m.kv_bytes(32768, 2) / 2**30:,.2f}",
+                    _max_context(m), _source(m)] for m in models.catalog_models().values()])
 
 
 def _max_context(m) -> str:
@@ -161,21 +210,35 @@ def _degree(entry, key) -> str:
 
 
 def serving_layouts_table() -> str:
-    rows = [[d["display"], f"`{name}`", f"`{d['model']}`", f"{d['gpus']:,}", f"{d['nodes']:,}",
-             *(_degree(d, k) for k in ("attention_tensor", "attention_data", "expert", "redundant_experts",
-                                       "pipeline")), _source(d)]
-            for name, d in memory_data.DEPLOYMENTS.items()]
-    return _table(["layout", "name", "model", "GPUs", "nodes", "attention TP", "attention DP", "expert",
-                   "redundant experts", "pipeline", "source, as of"], rows)
+    """Which model each serving layout runs, on how many GPUs."""
+    return _table(["layout", "name", "model", "GPUs", "nodes", "source, as of"],
+                  [[d["display"], f"`{name}`", f"`{d['model']}`", f"{d['gpus']:,}", f"{d['nodes']:,}", _source(d)]
+                   for name, d in memory_data.DEPLOYMENTS.items()])
+
+
+def serving_degrees_table() -> str:
+    """How each serving layout splits its model: the degree of each kind of parallelism."""
+    return _table(["layout", "attention TP", "attention DP", "expert", "redundant experts", "pipeline",
+                   "source, as of"],
+                  [[d["display"], *(_degree(d, k) for k in ("attention_tensor", "attention_data", "expert",
+                                                           "redundant_experts", "pipeline")), _source(d)]
+                   for d in memory_data.DEPLOYMENTS.values()])
 
 
 _DEGREES = ("tensor", "context", "pipeline", "expert", "data")
 
 
 def training_layouts_table() -> str:
-    rows = [[f"`{name}`", f"`{e['model']}`", f"{e['chips']:,}", *(_degree(e, k) for k in _DEGREES),
-             _fields(e, ("model", "chips", *_DEGREES)), _source(e)] for name, e in layouts.LAYOUTS.items()]
-    return _table(["layout", "model", "chips", *_DEGREES, "other printed figures", "source, as of"], rows)
+    rows = [[f"`{name}`", f"`{e['model']}`", f"{e['chips']:,}", *(_degree(e, k) for k in _DEGREES), _source(e)]
+            for name, e in layouts.LAYOUTS.items()]
+    return _table(["layout", "model", "chips", *_DEGREES, "source, as of"], rows)
+
+
+def training_figures_table() -> str:
+    """What else each training layout's source prints, as stored."""
+    return _table(["layout", "other printed figures", "source, as of"],
+                  [[f"`{name}`", _fields(e, ("model", "chips", *_DEGREES)) or "–", _source(e)]
+                   for name, e in layouts.LAYOUTS.items()])
 
 
 def domains_table() -> str:
@@ -244,13 +307,18 @@ def lecture_memory_table() -> str:
 
 
 LISTS = {
-    "chips": {"chips": chips_table},
-    "systems": {"systems": systems_table},
-    "models": {"models": models_table},
+    "chips": {"chips: compute": chips_table, "chips: memory and rental": chips_memory_table,
+              "chips: links": chips_links_table},
+    "systems": {"systems": systems_table, "systems: compute and memory": systems_compute_table,
+                "systems: links": systems_links_table},
+    "models": {"models": models_table, "models: parameters and training tokens": models_params_table,
+               "models: KV cache and context": models_kv_table},
     "prices": {"prices": prices_table},
     "tiers": {"tiers": tiers_table},
     "deployments": {"DeepSeek-V3's expert placement": expert_placement_table,
-                    "serving layouts": serving_layouts_table, "training layouts": training_layouts_table,
+                    "serving layouts": serving_layouts_table, "serving layouts: parallelism": serving_degrees_table,
+                    "training layouts": training_layouts_table,
+                    "training layouts: other printed figures": training_figures_table,
                     "NVIDIA scale-up domains": domains_table, "DeepEP all-to-all timings": deepep_table},
     "memory": {"training recipes": recipes_table, "memory's share of accelerator cost": cost_shares_table,
                "component spending": spending_table, "NCCL network-step latency": nccl_table,

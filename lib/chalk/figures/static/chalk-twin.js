@@ -21,7 +21,19 @@
 .chalk-twin-legend span.area::before{width:1.4em;height:0.8em;opacity:0.5}
 .chalk-twin-legend span.point::before{width:0.7em;height:0.7em;border-radius:50%;border:1px solid #000}
 .chalk-twin select:focus-visible,.chalk-twin input:focus-visible{outline:3px solid #0072B2;outline-offset:2px}
+.chalk-twin-panels:focus-visible{outline:3px solid #0072B2;outline-offset:2px}
+@media (max-width:720px){
+.chalk-twin-panels{flex-wrap:nowrap;overflow-x:auto}
+.chalk-twin-panels svg{flex:0 0 var(--w);width:var(--w);max-width:none}
+.chalk-twin-slider{flex-wrap:wrap}
+.chalk-twin-slider input{flex:1 1 100%;min-height:44px}
+.chalk-twin select{min-height:44px;max-width:100%}
+}
 `;
+  // On a narrow screen a panel keeps its drawn size (its smallest text 9 px, as a figure's) and
+  // the row of panels scrolls sideways; the CSS above reads that size from --w. The row takes a
+  // tab stop only while it scrolls, so the keyboard can scroll it.
+  const NARROW = window.matchMedia('(max-width: 720px)');
 
   const fmt = (v) => {
     if (v === null || v === undefined) return '–';
@@ -164,6 +176,7 @@
         svg.textContent = '';
         const panel = D.panels[k];
         svg.setAttribute('viewBox', `0 0 ${panel.width || W} ${panel.height || H}`);
+        svg.style.setProperty('--w', `${panel.width || W}px`);
         if (v.message) {  // the same boxes, saying why there is nothing to draw
           el('text', {x: (panel.width || W) / 2, y: (panel.height || H) / 2, 'text-anchor': 'middle',
                       'font-size': 12, fill: '#b00'}, svg, 'nothing to draw: see the message above');
@@ -208,6 +221,19 @@
       e.addEventListener('change', render);
     });
     render();
+    const row = root.querySelector('.chalk-twin-panels');
+    const scrollable = () => {
+      if (row.scrollWidth > row.clientWidth) {
+        row.tabIndex = 0;
+        row.setAttribute('role', 'group');
+        row.setAttribute('aria-label', 'figure panels, scrolled sideways');
+      } else {
+        row.removeAttribute('tabindex');
+      }
+    };
+    NARROW.addEventListener('change', scrollable);
+    window.addEventListener('resize', scrollable);
+    scrollable();
   }
 
   function init() {
