@@ -27,8 +27,13 @@ import sympy as sp
 from .catalog import models
 from .catalog.models import ATTENTION_FLOPS, TRAINING_FLOPS
 from .errors import ChalkError, lookup, non_negative, positive, positive_int
+from .lazy import Lazy
 from .notation import (D, L, N_act, b_act, b_logit, d_ff, d_head, d_model, n_kv, n_bits, n_heads, n_layers,
                        n_tok, n_vocab)
+
+# Simplified and lambdified forms are built on first use (``chalk.lazy``), so that importing the
+# module does not pay for them.
+_derived = Lazy(__name__)
 
 # --- activation memory: formulas ---------------------------------------------------------------
 KEPT_PER_TOKEN = 16 * d_model * b_act + 2 * d_model
@@ -107,8 +112,13 @@ recompute also reruns attention, whose FLOPs grow with context and which 6ND lea
 TRAINING_FLOPS_BY_POLICY = {p: TRAINING_FLOPS + extra for p, extra in RECOMPUTE_FLOPS.items()}
 """6ND plus recomputation: 8ND with block rematerialisation or reversible layers (see the caveats
 of ``RECOMPUTE_FLOPS``)."""
-RECOMPUTE_OVERHEAD = {p: sp.simplify(extra / TRAINING_FLOPS) for p, extra in RECOMPUTE_FLOPS.items()}
-"""Extra FLOPs over a plain 6ND step: 0 or 1/3."""
+
+
+@_derived
+def _RECOMPUTE_OVERHEAD():
+    """Extra FLOPs over a plain 6ND step: 0 or 1/3."""
+    return {p: sp.simplify(extra / TRAINING_FLOPS) for p, extra in RECOMPUTE_FLOPS.items()}
+
 
 ATTENTION_FORWARD_PER_TOKEN = n_layers * ATTENTION_FLOPS["gqa"] * L
 """Forward FLOPs of one token's attention against L tokens in every layer: scores q.k and the
@@ -120,12 +130,20 @@ attention scores and recompute those in the backward. Extra FLOPs: one forward o
 core; the step itself costs 3 (2N + attention) per token. A few per cent at 2k-8k context."""
 
 _ACT_ARGS = (n_tok, d_model, n_layers, b_act, n_heads, L)
-numeric = {f"activation_bytes_{p}": sp.lambdify(_ACT_ARGS, e) for p, e in ACTIVATION_BYTES.items()}
-numeric |= {f"activation_peak_{p}": sp.lambdify(_ACT_ARGS + (n_vocab, b_logit), e) for p, e in PEAK_BYTES.items()}
-numeric["selective_overhead"] = sp.lambdify((N_act, n_layers, n_heads, d_head, L), SELECTIVE_RECOMPUTE_OVERHEAD)
-numeric["score_elements"] = sp.lambdify((n_tok, n_heads, L), SCORE_ELEMENTS)
-numeric |= {f"training_flops_{p}": sp.lambdify((N_act, D), e) for p, e in TRAINING_FLOPS_BY_POLICY.items()}
-"""Vectorised NumPy versions of the memory and FLOP formulas."""
+
+
+@_derived
+def _numeric():
+    """Vectorised NumPy versions of the memory and FLOP formulas."""
+    out = {f"activation_bytes_{p}": sp.lambdify(_ACT_ARGS, e) for p, e in ACTIVATION_BYTES.items()}
+    out |= {f"activation_peak_{p}": sp.lambdify(_ACT_ARGS + (n_vocab, b_logit), e) for p, e in PEAK_BYTES.items()}
+    out["selective_overhead"] = sp.lambdify((N_act, n_layers, n_heads, d_head, L), SELECTIVE_RECOMPUTE_OVERHEAD)
+    out["score_elements"] = sp.lambdify((n_tok, n_heads, L), SCORE_ELEMENTS)
+    out |= {f"training_flops_{p}": sp.lambdify((N_act, D), e) for p, e in TRAINING_FLOPS_BY_POLICY.items()}
+    return out
+
+
+__getattr__, __dir__ = _derived.module_getattr, _derived.module_dir
 
 # --- ciphers: closed form --------------------------------------------------------------------------
 RANDOM_PERMUTATION_FLIP = 2 ** (n_bits - 1) / (2 ** n_bits - 1)
@@ -612,7 +630,7 @@ def activation_bytes(tokens, d_model, layers, policy: str = "block", bytes_per_e
         positive("logit_bytes", logit_bytes)
         args += (vocab, logit_bytes)
     kind = "peak" if peak else "bytes"
-    out = numeric[f"activation_{kind}_{policy}"](*args) * np.ones(np.broadcast_shapes(*map(np.shape, args)))
+    out = _numeric()[f"activation_{kind}_{policy}"](*args) * np.ones(np.broadcast_shapes(*map(np.shape, args)))
     return float(out) if np.ndim(out) == 0 else out
 
 
@@ -651,13 +669,13 @@ def selective_recompute_overhead(model: str, seq_len, causal: bool = True):
     m = models.get(model)
     positive("seq_len", seq_len)
     attended = np.asarray(seq_len, dtype=float) / (2 if causal else 1)
-    out = numeric["selective_overhead"](m.active_params, m.n_attention_layers, m.n_heads, m.d_head, attended)
+    out = _numeric()["selective_overhead"](m.active_params, m.n_attention_layers, m.n_heads, m.d_head, attended)
     return float(out) if np.ndim(out) == 0 else out
 
 
 def recompute_overhead(policy: str) -> float:
     """Extra training FLOPs over a plain 6ND step: 0 for "full", 1/3 for "block" and "reversible"."""
-    return float(RECOMPUTE_OVERHEAD[_policy(policy)])
+    return float(_RECOMPUTE_OVERHEAD()[_policy(policy)])
 
 
 def training_flops(params, tokens, policy: str = "full"):
@@ -665,7 +683,7 @@ def training_flops(params, tokens, policy: str = "full"):
     policy = _policy(policy)
     positive("params", params)
     positive("tokens", tokens)
-    out = numeric[f"training_flops_{policy}"](params, tokens)
+    out = _numeric()[f"training_flops_{policy}"](params, tokens)
     return float(out) if np.ndim(out) == 0 else out
 
 
