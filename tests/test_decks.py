@@ -117,12 +117,12 @@ def test_every_anki_back_links_to_its_section_on_the_site(tmp_path):
     assert out[-1].name == "chalk_cards.tsv"
 
 
-def test_the_default_site_is_chalk_site_or_the_local_build(monkeypatch):
+def test_the_default_site_is_chalk_site_url_or_the_local_build(monkeypatch):
     card = next(c for c in CARDS if c.id == "balance_batch_formula")
-    monkeypatch.setenv("CHALK_SITE", "https://example.org/course")
+    monkeypatch.setenv("CHALK_SITE_URL", "https://example.org/course")
     assert decks.section_link(card, decks.default_site()) == \
         "https://example.org/course/notebooks/01_batching.html#the-balance-batch"
-    monkeypatch.delenv("CHALK_SITE")
+    monkeypatch.delenv("CHALK_SITE_URL")
     assert decks.default_site().startswith("file://") and decks.default_site().endswith("/_build/html")
 
 

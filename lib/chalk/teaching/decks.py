@@ -9,7 +9,7 @@ the same sources give the same bytes. Card faces are the flashcards page's HTML,
 ``\\(...\\)`` as Anki's MathJax expects; figures travel inside the package as media files.
 
 Each back ends with a link to the chapter section that explains the card. Anki has no site of its
-own, so the link is absolute: ``--site`` (or ``CHALK_SITE``) gives the site's address, else it
+own, so the link is absolute: ``--site`` (or ``CHALK_SITE_URL``) gives the site's address, else it
 points at this checkout's built site, ``_build/html``.
 """
 import argparse
@@ -47,8 +47,8 @@ MODEL = genanki.Model(
 
 
 def default_site() -> str:
-    """The site the cards link to: ``CHALK_SITE`` if set, else this checkout's ``_build/html``."""
-    return os.environ.get("CHALK_SITE") or (ROOT / "_build" / "html").as_uri()
+    """The site the cards link to: ``CHALK_SITE_URL`` if set, else this checkout's ``_build/html``."""
+    return os.environ.get("CHALK_SITE_URL") or (ROOT / "_build" / "html").as_uri()
 
 
 def section_link(card: Card, site: str) -> str:
@@ -147,7 +147,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Export the flashcards as Anki packages and a TSV.")
     parser.add_argument("--out", type=Path, default=Path("_build/decks"), help="folder for the files")
     parser.add_argument("--site", help="the course site's address, for the links to each card's section "
-                        "(default: $CHALK_SITE, else this checkout's _build/html)")
+                        "(default: $CHALK_SITE_URL, else this checkout's _build/html)")
     args = parser.parse_args(argv)
     try:
         for path in build(args.out, site=args.site):
