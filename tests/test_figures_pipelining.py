@@ -26,7 +26,7 @@ def test_readout_bubble_is_the_simulators_and_the_formulas(explorer, schedule, s
     assert measured == pytest.approx(100 * pl.simulate(stages, m, schedule, chunks).idle_fraction, abs=0.005)
     # The closed form is computed independently of the simulator: (P-1)/(v m + P - 1).
     assert formula == pytest.approx(100 * (stages - 1) / (chunks * m + stages - 1), abs=0.005)
-    peak = float(re.search(r"one stage: ([\d.]+) micro", text).group(1))
+    peak = float(re.search(r"one stage, in micro-batches: ([\d.]+)", text).group(1))
     assert peak == pl.simulate(stages, m, schedule, chunks).peak_activations
 
 
@@ -73,10 +73,11 @@ def test_twin_views_are_the_simulators():
                 run = pl.simulate(stages, m, schedule, chunks, t_forward=1, t_backward=pp.TWIN_RATIO)
                 rects = [s for s in view["panels"][0]["frames"][i] if s["shape"] == "rect"]
                 assert len(rects) == len(run.events)
-                assert view["readout"]["values"]["measured"][i] == pytest.approx(run.idle_fraction, rel=1e-2)
+                # in percent, as the chapter prints them
+                assert view["readout"]["values"]["measured"][i] == pytest.approx(100 * run.idle_fraction, rel=1e-2)
                 if schedule != "inference":
                     assert view["readout"]["values"]["formula"][i] == pytest.approx(
-                        pl.bubble_fraction(stages, m, schedule, chunks), rel=1e-2)
+                        100 * pl.bubble_fraction(stages, m, schedule, chunks), rel=1e-2)
 
 
 def test_session_is_replayable():

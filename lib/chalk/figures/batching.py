@@ -40,7 +40,7 @@ def readout(chip, model, batch, context, dtype, chips, usd_per_chip_hour, balanc
     balance = ("past L*: memory-bound at every batch" if balance_batch == math.inf
                else f"balance batch B* = {balance_batch:,.0f}")
     return (f"B = {number(batch)}: <b>{p.regime}</b> &middot; step &ge; {1e3 * p.t_step:.3g} ms &middot; "
-            f"MFU &le; {p.mfu:.0%} &middot; {p.tokens_per_second:,.0f} tokens/s per replica &middot; "
+            f"MFU &le; {number(float(f'{100 * p.mfu:.2g}'))}% &middot; {p.tokens_per_second:,.0f} tokens/s per replica &middot; "
             f"${p.usd_per_million_tokens:.3g} per million tokens &middot; {balance}")
 
 
@@ -95,12 +95,12 @@ BATCHES = plotting.BATCHES[::2]
 """The twin slider's stops: 1 to 100,000 sequences, 10 per decade."""
 START_BATCH = 1000
 
-_OK = "B = {batch} sequences: step ≥ {0.t_step} ms, %s, MFU ≤ {mfu}%%, {tokens_per_s} tokens/s per " \
+_OK = "batch B = {batch}: step ≥ {0.t_step} ms, %s, MFU ≤ {mfu}%%, {tokens_per_s} tokens/s per " \
       "replica, USD {usd_per_mtok} per million tokens at USD {usd_per_chip_hour}/chip-hour"
 TEMPLATES = ([_OK % r + "; B* = {balance_batch}" for r in plotting.REGIMES]
              + [_OK % r + " (past L*: no batch is compute-bound)" for r in plotting.REGIMES]
-             + ["!B = {batch} sequences: does not fit in HBM, short by {short_gb} GB "
-                "(the chips hold {hbm_gb} GB)"])
+             + ["!batch B = {batch}: does not fit in HBM, short by {short_gb} GB of the {usable_gb} GB "
+                "usable (the chips hold {hbm_gb} GB, {kept_free} percent kept free)"])
 """Readouts: one per regime with B* finite, one per regime past L*, and 'does not fit' last."""
 NOFIT = len(TEMPLATES) - 1
 
@@ -134,8 +134,11 @@ def view(model, chip, chips, dtype, context, usd_per_chip_hour=USD_PER_CHIP_HOUR
     ms, usd = plotting.plotted(c)
     past_l_star = c.balance_batch == math.inf
     readout_ = _readout(chip, model, context, dtype, chips, usd_per_chip_hour, past_l_star)
-    readout_["constants"] = {"balance_batch": twin.rounded(c.balance_batch)[0],
-                             "hbm_gb": twin.rounded(chips * hardware.get(chip).hbm_capacity / 1e9)[0]}
+    hbm = chips * hardware.get(chip).hbm_capacity
+    readout_["constants"] = {"balance_batch": twin.rounded(c.balance_batch)[0], "hbm_gb": twin.rounded(hbm / 1e9)[0],
+                             # the shortfall is measured against what decode_point may fill
+                             "usable_gb": twin.rounded(hbm * (1 - roofline.HEADROOM) / 1e9)[0],
+                             "kept_free": twin.rounded(100 * roofline.HEADROOM)[0]}
     return {"panels": [{"ylim": list(lim), "series": {t: twin.rounded(ys[t]) for t in plotting.TIMES}}
                        for ys, lim in zip((ms, usd), plotting.y_limits(ms, usd))],
             "regions": [{"x0": twin.rounded(c.max_batch)[0], "x1": None, "style": "nofit"}]

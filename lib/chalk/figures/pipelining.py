@@ -216,7 +216,7 @@ def readout(r: pipeline.Simulation, ratio: float) -> str:
     """What the simulator measured, beside the closed form (training) or the steady state
     (inference)."""
     head = (f"{LABELS[r.schedule]}{f', v = {r.chunks}' if r.schedule == 'interleaved' else ''}: "
-            f"P = {r.stages} stages, m = {r.microbatches} micro-batches, t_B = {ratio:g} t_F")
+            f"stages P = {r.stages}, micro-batches m = {r.microbatches}, t_B = {ratio:g} t_F")
     if r.schedule == "inference":
         steady = (f"steady-state idle {r.steady_state_idle_fraction:.1%}" if r.microbatches >= r.stages
                   else "too few batches to fill every stage at once")
@@ -226,7 +226,7 @@ def readout(r: pipeline.Simulation, ratio: float) -> str:
     peak = pipeline.activations_in_flight(r.stages, r.microbatches, r.schedule, r.chunks)
     return (f"{html.escape(head)}<br>bubble measured <b>{r.idle_fraction:.2%}</b>, closed form "
             f"(P-1)/({'v ' if r.schedule == 'interleaved' else ''}m+P-1) = {formula:.2%} &middot; "
-            f"activations in flight, most on one stage: {r.peak_activations:g} micro-batches "
+            f"activations in flight, most on one stage, in micro-batches: {r.peak_activations:g} "
             f"(closed form {peak:g})")
 
 
@@ -287,10 +287,10 @@ TWIN_MICROBATCHES = (1, 2, 4, 8, 12)
 TWIN_SCHEDULES = (("gpipe", 1), ("1f1b", 1), ("interleaved", 2), ("inference", 1))
 TWIN_RATIO = 2.0
 PANEL_W, PANEL_H, LEFT, TOP = 640, 230, 58, 28
-TEMPLATES = ["P = {stages}, m = {microbatches}: bubble measured {measured}, closed form {formula}; "
-             "activations in flight {peak} micro-batches (closed form {peak_formula})",
-             "P = {stages}, m = {microbatches}, inference: idle {measured} of stage-time, all fill and "
-             "drain; steady-state idle {steady}",
+TEMPLATES = ["P = {stages}, m = {microbatches}: bubble measured {measured}%, closed form {formula}%; "
+             "activations in flight, in micro-batches: {peak} (closed form {peak_formula})",
+             "P = {stages}, m = {microbatches}, inference: idle {measured}% of stage-time, all fill and "
+             "drain; steady-state idle {steady}%",
              "!P = {stages}, m = {microbatches}: {why}"]
 
 
@@ -305,7 +305,7 @@ def frame(r: pipeline.Simulation) -> list:
                          max(1, round((e.end - e.start) * scale)), round(row * 0.85), _color(e))
                for e in r.events]
     shapes.append(twin.text(LEFT, PANEL_H - 6, "time, scaled to the step (blue forward, orange backward, "
-                                               "grey gaps idle)", size=9))
+                                               "gaps idle)", size=9))
     return shapes
 
 
@@ -333,11 +333,11 @@ def twin_view(schedule: str, chunks: int, stages: int) -> dict:
         whys.append("")
         if schedule == "inference":
             pick.append(1)
-            steady = r.steady_state_idle_fraction if m_ >= stages else float("nan")
-            row = (r.idle_fraction, float("nan"), float("nan"), float("nan"), steady)
-        else:
+            steady = 100 * r.steady_state_idle_fraction if m_ >= stages else float("nan")
+            row = (100 * r.idle_fraction, float("nan"), float("nan"), float("nan"), steady)
+        else:  # fractions in percent, as the chapter prints them
             pick.append(0)
-            row = (r.idle_fraction, pipeline.bubble_fraction(stages, m_, schedule, chunks), r.peak_activations,
+            row = (100 * r.idle_fraction, 100 * pipeline.bubble_fraction(stages, m_, schedule, chunks), r.peak_activations,
                    pipeline.activations_in_flight(stages, m_, schedule, chunks), float("nan"))
         for k, x in zip(values, row):
             values[k].append(x)
@@ -351,9 +351,9 @@ def twin_data() -> dict:
     """Every view, keyed ``schedule|stages``, t_B = 2 t_F."""
     controls = [
         twin.select("schedule", "schedule", [(f"{s}-{v}", LABELS[s] + (f", v = {v}" if s == "interleaved" else ""))
-                                             for s, v in TWIN_SCHEDULES]),
-        twin.select("stages", "stages P", [(p, str(p)) for p in TWIN_STAGES]),
-        twin.slider("microbatches", "micro-batches m", TWIN_MICROBATCHES, 4),
+                                             for s, v in TWIN_SCHEDULES], start="1f1b-1"),
+        twin.select("stages", "stages P", [(p, str(p)) for p in TWIN_STAGES], start=4),
+        twin.slider("microbatches", "micro-batches m", TWIN_MICROBATCHES, 8),
     ]
     views = {f"{s}-{v}|{p}": twin_view(s, v, p) for s, v in TWIN_SCHEDULES for p in TWIN_STAGES}
     return twin.twin_data(controls, [twin.shapes("one step of the pipeline, simulated", PANEL_W, PANEL_H)],

@@ -55,9 +55,14 @@ def rounded(values, digits=DIGITS):
             for v in np.atleast_1d(np.asarray(values, dtype=float))]
 
 
-def select(name: str, label: str, options) -> dict:
-    """A dropdown; ``options`` are (value, label) pairs. Views are keyed by the selected values."""
-    return {"kind": "select", "name": name, "label": label, "options": [[str(v), t] for v, t in options]}
+def select(name: str, label: str, options, start=None) -> dict:
+    """A dropdown; ``options`` are (value, label) pairs. Views are keyed by the selected values. It
+    opens at the option whose value is ``start`` (the first when None), as the code beside it does."""
+    options = [[str(v), t] for v, t in options]
+    if start is not None and str(start) not in [v for v, _ in options]:
+        raise ChalkError(f"select {name!r}: start {start!r} is not one of its values {[v for v, _ in options]}")
+    return {"kind": "select", "name": name, "label": label, "options": options,
+            **({"start": str(start)} if start is not None else {})}
 
 
 def slider(name: str, label: str, values, start) -> dict:
@@ -135,7 +140,8 @@ def twin_data(controls, panels, styles, legend, templates, views, constants=None
 def _control(c: dict) -> str:
     label = html.escape(c["label"])
     if c["kind"] == "select":
-        options = "".join(f'<option value="{html.escape(v)}">{html.escape(t)}</option>' for v, t in c["options"])
+        options = "".join(f'<option value="{html.escape(v)}"{" selected" if v == c.get("start") else ""}>'
+                          f'{html.escape(t)}</option>' for v, t in c["options"])
         return f'<label>{label} <select class="chalk-twin-{c["name"]}">{options}</select></label>'
     return (f'<label class="chalk-twin-slider">{label} <input type="range" class="chalk-twin-{c["name"]}" '
             f'min="0" max="{len(c["values"]) - 1}" step="1" value="{c["start"]}"></label>')
