@@ -135,7 +135,9 @@ class RooflineFigure:
     (``canvas.Layers``): y axes per pair of y limits, curves per view, the operating point each time.
     """
 
-    def __init__(self, width=8.0, height=4.2):
+    def __init__(self, width=8.0, height=4.2, with_point=True):
+        """``with_point``: the legend names the operating point (a figure that never marks one
+        does not)."""
         self.fig, (self.ax_time, self.ax_cost) = new_figure(width, height, 2)
         self.fig.subplots_adjust(left=0.08, right=0.97, bottom=0.25, top=0.87, wspace=0.27)
         self.lines, self.points, self.spans, self.balance, self.texts = {}, {}, {}, {}, {}
@@ -163,7 +165,7 @@ class RooflineFigure:
                                           ha="center", va="top", fontsize=7.5, color="#333333")
                                   for _ in range(len(REGIMES) + 1)]
         handles = [*self.lines[self.ax_time].values(), self.balance[self.ax_time],
-                   self.spans[self.ax_time], self.points[self.ax_time]]
+                   self.spans[self.ax_time], *([self.points[self.ax_time]] if with_point else [])]
         with style():
             self.fig.legend(handles=handles, loc="lower center", ncol=4, frameon=False)
         self.ax_time.set_title("A: step time (lower bound)")
@@ -245,7 +247,7 @@ def roofline_figure(chip, model, context=0, dtype="bf16", chips=1, usd_per_chip_
     """Graphs A and B for one replica, with the operating point at ``batch`` if given."""
     c = curves(chip, model, context, dtype, chips, usd_per_chip_hour, kv_bytes_per_element)
     point = None if batch is None else (batch, *c.at(batch))
-    fig = RooflineFigure().draw(c, point, describe(chip, model, context, dtype, chips))
+    fig = RooflineFigure(with_point=point is not None).draw(c, point, describe(chip, model, context, dtype, chips))
     return canvas.describe(fig, _words(c, describe(chip, model, context, dtype, chips)))
 
 
