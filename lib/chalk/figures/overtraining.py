@@ -375,15 +375,17 @@ def heuristic_figure(cases=((1.0, 1.0), (1.0, 3.0)), a=1.0, b=1.0, width=4.2, he
         f_min, f_eq = (float(_f_terms[0](v, a, b, p, q)) for v in (x_min, x_eq))
         with style():
             ax.plot(x, total, color="black", lw=2, label="total f(x)")
-            ax.plot(x, rising, color="#e07b00", ls="--", label=f"rising a x^{p:g}")
-            ax.plot(x, falling, color="#1f4e9c", ls="-.", label=f"falling b x^-{q:g}")
+            ax.plot(x, rising, color="#e07b00", ls="--", label=f"rising $a x^{{{p:g}}}$")
+            ax.plot(x, falling, color="#1f4e9c", ls="-.", label=f"falling $b x^{{-{q:g}}}$")
             # Each line has its own dashes as well as its colour, to be told apart in greyscale.
             ax.axvline(x_min, color="#2a9d3a", lw=1.2, ls=(0, (6, 2, 1, 2, 1, 2)), label="minimum")
             ax.axvline(x_eq, color="#d62728", lw=1.2, ls=":", label="terms equal")
-            ax.set_ylim(0, 2.5 * f_min)
+            ax.set_ylim(0, 3.2 * f_min)  # headroom above the curves for the legend
             ax.set_xlabel("x")
             ax.set_title(f"p = {p:.3g}, q = {q:.3g}: at the minimum rising/falling = q/p = {q / p:.3g}", fontsize=8.5)
-            ax.legend(loc="upper center", ncol=2, frameon=False, fontsize=7)
+            # On a white ground: no line runs through the legend's text.
+            ax.legend(loc="upper center", ncol=2, fontsize=7, frameon=True, facecolor="white", framealpha=1,
+                      edgecolor="none")
         words.append(f"with p = {p:.3g} and q = {q:.3g} the minimum is at x = {x_min:.3g}, where f = {f_min:.3g}"
                      + (", the point where the terms are equal" if np.isclose(x_min, x_eq) else
                         f"; the terms are equal at x = {x_eq:.3g}, where f = {f_eq:.3g}, "

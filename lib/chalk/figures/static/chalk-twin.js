@@ -57,7 +57,11 @@
     const map = (v) => p0 + (f(v) - a) / (b - a) * (p1 - p0);
     let ticks = [];
     if (kind === 'log') {
-      for (let e = Math.ceil(a - 1e-9); e <= b + 1e-9; e++) ticks.push(10 ** e);
+      const decades = [], shown = (t) => f(t) >= a - 1e-9 && f(t) <= b + 1e-9;
+      for (let e = Math.floor(a + 1e-9); e <= b + 1e-9; e++) decades.push(e);
+      ticks = decades.map((e) => 10 ** e).filter(shown);
+      // An axis spanning less than two decades would show one or two labels: add 2 and 5 of each.
+      if (ticks.length < 3) ticks = decades.flatMap((e) => [1, 2, 5].map((m) => m * 10 ** e)).filter(shown);
     } else {
       const step = 10 ** Math.floor(Math.log10((b - a) / 4 || 1));
       const n = (b - a) / step > 8 ? 2 * step : step;
@@ -72,7 +76,10 @@
     el('text', {x: W / 2, y: 14, 'text-anchor': 'middle', 'font-size': 12}, svg, panel.title);
     for (const t of sx.ticks) {
       el('line', {x1: sx.map(t), x2: sx.map(t), y1: M.t, y2: H - M.b, stroke: '#e5e5e5'}, svg);
-      el('text', {x: sx.map(t), y: H - M.b + 13, 'text-anchor': 'middle', 'font-size': 10}, svg, fmt(t));
+      // A label at either end of the axis is anchored inward so that the panel does not clip it.
+      const x = sx.map(t), edge = x > W - M.r - 16 ? 'end' : x < M.l + 16 ? 'start' : 'middle';
+      el('text', {x: edge === 'end' ? Math.min(x + 8, W - 2) : edge === 'start' ? x - 8 : x, y: H - M.b + 13,
+                  'text-anchor': edge, 'font-size': 10}, svg, fmt(t));
     }
     for (const t of sy.ticks) {
       el('line', {x1: M.l, x2: W - M.r, y1: sy.map(t), y2: sy.map(t), stroke: '#e5e5e5'}, svg);
