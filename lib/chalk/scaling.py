@@ -21,10 +21,15 @@ import sympy as sp
 from .catalog import models
 from .catalog.overtraining import FITS, LECTURE, Fit
 from .errors import ChalkError, RangeWarning, in_range, lookup, non_negative, positive
+from .lazy import Lazy
 from .notation import (A, B_0, C_train, D, D_RL, D_inf, E_0, N_act, a, alpha, b, beta, eta_RL, eta_inf,
                        ell, kappa, p, q, u, x)
 
 SECONDS_PER_DAY = 86_400
+
+# Every solved, differentiated, simplified and lambdified form is built on first use
+# (``chalk.lazy``): together they cost the module seconds of import, the slowest of the chapters.
+_derived = Lazy(__name__)
 
 # --- where 6ND comes from ---------------------------------------------------------------------
 forward_flops = 2 * N_act
@@ -42,14 +47,30 @@ def _tidy(expr):
 # --- the equal-cost heuristic and its exact form -------------------------------------------------
 heuristic_f = a * x**p + b * x**-q
 """A rising cost plus a falling one; the lecture's a x + b/x is p = q = 1."""
-heuristic_x_min = sp.solve(sp.diff(heuristic_f, x), x)[0]
-heuristic_term_ratio = sp.simplify((a * x**p / (b * x**-q)).subs(x, heuristic_x_min))
-"""Rising term over falling term at the minimum: q/p, so "equal costs" is exact only when p = q."""
-heuristic_x_equal = sp.solve(sp.Eq(a * x**p, b * x**-q), x)[0]
-heuristic_penalty_expr = sp.simplify(_tidy(heuristic_f.subs(x, heuristic_x_equal)
-                                           / heuristic_f.subs(x, heuristic_x_min)))
-"""f at the equal-cost guess over the true minimum: 2 p^(p/(p+q)) q^(q/(p+q)) / (p + q), a weighted
-geometric mean over the arithmetic mean of p and q, so never below 1 and free of a and b."""
+
+
+@_derived
+def _heuristic_x_min():
+    return sp.solve(sp.diff(heuristic_f, x), x)[0]
+
+
+@_derived
+def _heuristic_term_ratio():
+    """Rising term over falling term at the minimum: q/p, so "equal costs" is exact only when p = q."""
+    return sp.simplify((a * x**p / (b * x**-q)).subs(x, _heuristic_x_min()))
+
+
+@_derived
+def _heuristic_x_equal():
+    return sp.solve(sp.Eq(a * x**p, b * x**-q), x)[0]
+
+
+@_derived
+def _heuristic_penalty_expr():
+    """f at the equal-cost guess over the true minimum: 2 p^(p/(p+q)) q^(q/(p+q)) / (p + q), a weighted
+    geometric mean over the arithmetic mean of p and q, so never below 1 and free of a and b."""
+    return sp.simplify(_tidy(heuristic_f.subs(x, _heuristic_x_equal()) / heuristic_f.subs(x, _heuristic_x_min())))
+
 
 # --- the Chinchilla loss and its compute-optimal frontier -----------------------------------------
 parameter_term = A / N_act**alpha
@@ -61,16 +82,37 @@ loss_expr = E_0 + parameter_term + data_term
 # parameter term falls as A N^-alpha: the heuristic's f with x = N, p = beta, q = alpha
 # (tests/test_scaling.py checks the substitution).
 _ISO_FLOP = {a: B_0 * (6 / C_train)**beta, p: beta, b: A, q: alpha}
-n_star = _tidy(heuristic_x_min.subs(_ISO_FLOP))
-"""N*(C): the parameter count minimising the loss on the iso-FLOP line 6 N D = C."""
-d_star = _tidy(C_train / (6 * n_star))
-"""D*(C) = C / (6 N*)."""
-tokens_per_param_star = _tidy(d_star / n_star)
-"""D*/N* on the frontier: constant only when alpha = beta."""
-frontier_term_ratio = heuristic_term_ratio.subs(_ISO_FLOP)
-"""Data term over parameter term on the frontier: alpha/beta."""
-frontier_tokens = sp.solve(sp.Eq(data_term, frontier_term_ratio * parameter_term), D)[0]
-"""D on the frontier for a model of N parameters: the tokens that make N compute-optimal."""
+
+
+@_derived
+def _n_star():
+    """N*(C): the parameter count minimising the loss on the iso-FLOP line 6 N D = C."""
+    return _tidy(_heuristic_x_min().subs(_ISO_FLOP))
+
+
+@_derived
+def _d_star():
+    """D*(C) = C / (6 N*)."""
+    return _tidy(C_train / (6 * _n_star()))
+
+
+@_derived
+def _tokens_per_param_star():
+    """D*/N* on the frontier: constant only when alpha = beta."""
+    return _tidy(_d_star() / _n_star())
+
+
+@_derived
+def _frontier_term_ratio():
+    """Data term over parameter term on the frontier: alpha/beta."""
+    return _heuristic_term_ratio().subs(_ISO_FLOP)
+
+
+@_derived
+def _frontier_tokens():
+    """D on the frontier for a model of N parameters: the tokens that make N compute-optimal."""
+    return sp.solve(sp.Eq(data_term, _frontier_term_ratio() * parameter_term), D)[0]
+
 
 # --- a fixed loss, parametrised by how the reducible loss is shared ------------------------------
 # u is the parameter term's share of ell - E0, so N and D follow from u alone and every point of the
@@ -79,8 +121,13 @@ frontier_tokens = sp.solve(sp.Eq(data_term, frontier_term_ratio * parameter_term
 v = sp.Symbol("v", positive=True)
 n_of_u = (A / (u * (ell - E_0)))**(1 / alpha)
 d_of_u = (B_0 / (v * (ell - E_0)))**(1 / beta)
-u_compute_optimal = sp.simplify(1 / (1 + frontier_term_ratio))
-"""The share beta/(alpha + beta) on the frontier, which also minimises 6 N D at a fixed loss."""
+
+
+@_derived
+def _u_compute_optimal():
+    """The share beta/(alpha + beta) on the frontier, which also minimises 6 N D at a fixed loss."""
+    return sp.simplify(1 / (1 + _frontier_term_ratio()))
+
 
 rl_flops = kappa * N_act * D_RL / eta_RL
 """RL as the lecture writes it: kappa FLOPs per parameter per rollout token, all at the efficiency
@@ -98,8 +145,14 @@ rl_flops_structured = N_act * D_RL * (forward_flops / N_act / eta_dec
 """RL as real stacks run it: every rollout token generated at decode efficiency (2/eta_dec), and the
 trained fraction f costing forward + backward (6) plus r extra forward passes (2 each) at training
 efficiency: 8 to 10 FLOPs per parameter per trained token for r = 1 or 2."""
-rl_kappa_over_eta = sp.simplify(rl_flops_structured / (N_act * D_RL))
-"""The structured form's FLOPs per parameter per rollout token: what the lecture's kappa/eta_RL stands for."""
+
+
+@_derived
+def _rl_kappa_over_eta():
+    """The structured form's FLOPs per parameter per rollout token: what the lecture's kappa/eta_RL stands for."""
+    return sp.simplify(rl_flops_structured / (N_act * D_RL))
+
+
 KAPPA_RANGE = (2, 10)
 """kappa from generation alone (2) to generating and training on every rollout with one extra forward pass (2 + 6 + 2)."""
 inference_flops = forward_flops * D_inf / eta_inf
@@ -111,31 +164,85 @@ _K = sp.Symbol("K", positive=True)
 _linear_in_n = sp.expand((rl_flops + inference_flops) / N_act)
 """FLOPs per parameter that do not depend on D_pre: the RL and inference terms."""
 _cost_of_u = (pretraining_flops + _K * N_act).subs({N_act: n_of_u, D: d_of_u})
-_slope = sp.diff(_cost_of_u, u) - sp.diff(_cost_of_u, v)
-"""d cost / du along the curve (v = 1 - u): linear in K, zero at the optimum."""
-per_param_cost_at_optimum = sp.simplify(-_slope.subs(_K, 0) / sp.diff(_slope, _K))
-"""The RL + inference FLOPs per parameter (K) for which the share u is the lifetime optimum."""
-cost_ratio_at_optimum = sp.simplify((per_param_cost_at_optimum * N_act / pretraining_flops)
-                                    .subs({N_act: n_of_u, D: d_of_u}).subs(v, 1 - u))
-"""(RL + inference FLOPs) / pre-training FLOPs at the lifetime optimum: alpha u/(beta (1-u)) - 1."""
+
+
+@_derived
+def __slope():
+    """d cost / du along the curve (v = 1 - u): linear in K, zero at the optimum."""
+    return sp.diff(_cost_of_u, u) - sp.diff(_cost_of_u, v)
+
+
+@_derived
+def _per_param_cost_at_optimum():
+    """The RL + inference FLOPs per parameter (K) for which the share u is the lifetime optimum."""
+    slope = __slope()
+    return sp.simplify(-slope.subs(_K, 0) / sp.diff(slope, _K))
+
+
+@_derived
+def _cost_ratio_at_optimum():
+    """(RL + inference FLOPs) / pre-training FLOPs at the lifetime optimum: alpha u/(beta (1-u)) - 1."""
+    return sp.simplify((_per_param_cost_at_optimum() * N_act / pretraining_flops)
+                       .subs({N_act: n_of_u, D: d_of_u}).subs(v, 1 - u))
+
 
 # --- the lecture's thirds ------------------------------------------------------------------------
-_equal = sp.solve([sp.Eq(pretraining_flops, rl_flops), sp.Eq(pretraining_flops, inference_flops)],
-                  [D_RL, D_inf], dict=True)[0]
-split_rl = sp.simplify(D / _equal[D_RL])
-"""D_pre/D_RL when pre-training and RL cost the same: kappa / (6 eta_RL)."""
-split_inf = sp.simplify(D / _equal[D_inf])
-"""D_pre/D_inf when pre-training and inference cost the same: 1 / (3 eta_inf)."""
+@_derived
+def __equal():
+    return sp.solve([sp.Eq(pretraining_flops, rl_flops), sp.Eq(pretraining_flops, inference_flops)],
+                    [D_RL, D_inf], dict=True)[0]
+
+
+@_derived
+def _split_rl():
+    """D_pre/D_RL when pre-training and RL cost the same: kappa / (6 eta_RL)."""
+    return sp.simplify(D / __equal()[D_RL])
+
+
+@_derived
+def _split_inf():
+    """D_pre/D_inf when pre-training and inference cost the same: 1 / (3 eta_inf)."""
+    return sp.simplify(D / __equal()[D_inf])
+
 
 # --- numeric functions --------------------------------------------------------------------------
+# Private lambdified forms, registered like the expressions: ``__x`` serves the module's ``_x``.
 _FIT_ARGS = (E_0, A, B_0, alpha, beta)
-_loss = sp.lambdify((N_act, D) + _FIT_ARGS, loss_expr)
-_n_star = sp.lambdify((C_train,) + _FIT_ARGS, n_star)
-_frontier_tokens = sp.lambdify((N_act,) + _FIT_ARGS, frontier_tokens)
-_n_of_u = sp.lambdify((u, ell) + _FIT_ARGS, n_of_u)
-_d_of_u = sp.lambdify((v, ell) + _FIT_ARGS, d_of_u)
-_per_param = sp.lambdify((u, v, ell) + _FIT_ARGS, per_param_cost_at_optimum)
-_penalty = sp.lambdify((p, q), heuristic_penalty_expr)
+
+
+@_derived
+def __loss():
+    return sp.lambdify((N_act, D) + _FIT_ARGS, loss_expr)
+
+
+@_derived
+def __n_star_numeric():
+    return sp.lambdify((C_train,) + _FIT_ARGS, _n_star())
+
+
+@_derived
+def __frontier_tokens_numeric():
+    return sp.lambdify((N_act,) + _FIT_ARGS, _frontier_tokens())
+
+
+@_derived
+def __n_of_u():
+    return sp.lambdify((u, ell) + _FIT_ARGS, n_of_u)
+
+
+@_derived
+def __d_of_u():
+    return sp.lambdify((v, ell) + _FIT_ARGS, d_of_u)
+
+
+@_derived
+def __per_param():
+    return sp.lambdify((u, v, ell) + _FIT_ARGS, _per_param_cost_at_optimum())
+
+
+@_derived
+def __penalty():
+    return sp.lambdify((p, q), _heuristic_penalty_expr())
 
 
 FIT_ENVELOPE = {"N": (1e6, 1e14), "D": (1e8, 1e15), "C": (1e15, 1e30)}
@@ -175,14 +282,14 @@ def loss(N, D, fit: str = "hoffmann"):
     positive("D", D)
     _in_envelope("N", N, fit)
     _in_envelope("D", D, fit)
-    return _scalar_or_array(_loss(np.asarray(N, float), np.asarray(D, float), *_constants(fit)))
+    return _scalar_or_array(__loss()(np.asarray(N, float), np.asarray(D, float), *_constants(fit)))
 
 
 def compute_optimal(C, fit: str = "hoffmann"):
     """(N, D) minimising the loss at a training budget of ``C`` FLOPs, with 6 N D = C."""
     positive("C", C)
     _in_envelope("C", C, fit)
-    n = _n_star(np.asarray(C, float), *_constants(fit))
+    n = __n_star_numeric()(np.asarray(C, float), *_constants(fit))
     return _scalar_or_array(n), _scalar_or_array(np.asarray(C, float) / (6 * n))
 
 
@@ -190,7 +297,7 @@ def optimal_tokens(N, fit: str = "hoffmann"):
     """Training tokens that put a model of ``N`` parameters on the fit's compute-optimal frontier."""
     positive("N", N)
     _in_envelope("N", N, fit)
-    return _scalar_or_array(_frontier_tokens(np.asarray(N, float), *_constants(fit)))
+    return _scalar_or_array(__frontier_tokens_numeric()(np.asarray(N, float), *_constants(fit)))
 
 
 def _check_target(target_loss, fit) -> None:
@@ -205,9 +312,9 @@ def loss_optimal(target_loss, fit: str = "hoffmann"):
     """(N, D) reaching ``target_loss`` with the fewest training FLOPs: the frontier seen from the loss."""
     _check_target(target_loss, fit)
     c = _constants(fit)
-    share = float(u_compute_optimal.subs({alpha: c[3], beta: c[4]}))
+    share = float(_u_compute_optimal().subs({alpha: c[3], beta: c[4]}))
     target = np.asarray(target_loss, float)
-    return (_scalar_or_array(_n_of_u(share, target, *c)), _scalar_or_array(_d_of_u(1 - share, target, *c)))
+    return (_scalar_or_array(__n_of_u()(share, target, *c)), _scalar_or_array(__d_of_u()(1 - share, target, *c)))
 
 
 def _efficiency(name: str, value):
@@ -216,8 +323,17 @@ def _efficiency(name: str, value):
 
 
 _LIFE_ARGS = (N_act, D, D_inf, eta_inf, D_RL, kappa, eta_RL)
-_phases = [sp.lambdify(_LIFE_ARGS, e) for e in (pretraining_flops, rl_flops, inference_flops)]
-_linear = sp.lambdify(_LIFE_ARGS[2:], _linear_in_n)
+
+
+@_derived
+def __phases():
+    return [sp.lambdify(_LIFE_ARGS, e) for e in (pretraining_flops, rl_flops, inference_flops)]
+
+
+@_derived
+def __linear():
+    return sp.lambdify(_LIFE_ARGS[2:], _linear_in_n)
+
 
 
 def _check_use(inference_tokens, inference_efficiency, rl_tokens, rl_flops_per_param_token, rl_efficiency):
@@ -250,7 +366,7 @@ def lifetime_flops(N, D_pre, inference_tokens, inference_efficiency=1.0, *, rl_t
     positive("D_pre", D_pre)
     use = _check_use(inference_tokens, inference_efficiency, rl_tokens, rl_flops_per_param_token, rl_efficiency)
     args = (np.asarray(N, float), np.asarray(D_pre, float)) + use
-    return Lifetime(*(_scalar_or_array(phase(*args) * np.ones(np.broadcast(*args).shape)) for phase in _phases))
+    return Lifetime(*(_scalar_or_array(phase(*args) * np.ones(np.broadcast(*args).shape)) for phase in __phases()))
 
 
 def _bisect(f, lo, hi, steps: int = 100):
@@ -281,16 +397,16 @@ def lifetime_optimal(target_loss, inference_tokens, fit: str = "hoffmann", infer
     use = _check_use(inference_tokens, inference_efficiency, rl_tokens, rl_flops_per_param_token, rl_efficiency)
     c = _constants(fit)
     target = np.asarray(target_loss, float)
-    per_param = _linear(*use)
+    per_param = __linear()(*use)
 
     def excess(t):
-        return _per_param(1 / (1 + np.exp(-t)), 1 / (1 + np.exp(t)), target, *c) - per_param
+        return __per_param()(1 / (1 + np.exp(-t)), 1 / (1 + np.exp(t)), target, *c) - per_param
 
-    start = float(u_compute_optimal.subs({alpha: c[3], beta: c[4]}))
+    start = float(_u_compute_optimal().subs({alpha: c[3], beta: c[4]}))
     lo = np.full(np.broadcast(target, per_param).shape, np.log(start / (1 - start)))
     t = _bisect(excess, lo, np.full_like(lo, _T_MAX))
-    n = _n_of_u(1 / (1 + np.exp(-t)), target, *c)
-    d_pre = _d_of_u(1 / (1 + np.exp(t)), target, *c)
+    n = __n_of_u()(1 / (1 + np.exp(-t)), target, *c)
+    d_pre = __d_of_u()(1 / (1 + np.exp(t)), target, *c)
     total = lifetime_flops(n, d_pre, *use[:2], rl_tokens=use[2], rl_flops_per_param_token=use[3],
                            rl_efficiency=use[4]).total
     return _scalar_or_array(n), _scalar_or_array(d_pre), _scalar_or_array(total)
@@ -306,10 +422,15 @@ def token_split(rl_flops_per_param_token=LECTURE["rl_flops_per_param_token"],
         positive(name, value)
         in_range(name, value, 1, np.inf)
     values = {kappa: rl_flops_per_param_token, eta_RL: 1 / rl_inefficiency, eta_inf: 1 / inference_inefficiency}
-    return float(split_rl.subs(values)), float(split_inf.subs(values))
+    return float(_split_rl().subs(values)), float(_split_inf().subs(values))
 
 
-_rl_per_token = sp.lambdify((eta_dec, trained_fraction, extra_forwards), rl_kappa_over_eta)
+
+
+@_derived
+def __rl_per_token():
+    return sp.lambdify((eta_dec, trained_fraction, extra_forwards), _rl_kappa_over_eta())
+
 
 
 def rl_flops_per_rollout_token(decode_efficiency, trained_fraction, extra_forward_passes=1.0):
@@ -318,7 +439,7 @@ def rl_flops_per_rollout_token(decode_efficiency, trained_fraction, extra_forwar
     _efficiency("decode_efficiency", decode_efficiency)
     in_range("trained_fraction", trained_fraction, 0, 1)
     non_negative("extra_forward_passes", extra_forward_passes)
-    return _scalar_or_array(_rl_per_token(*(np.asarray(v, float) for v in
+    return _scalar_or_array(__rl_per_token()(*(np.asarray(v, float) for v in
                                             (decode_efficiency, trained_fraction, extra_forward_passes))))
 
 
@@ -342,7 +463,7 @@ def heuristic_penalty(p_rise, q_fall):
     for f = a x^p + b x^-q; 1 exactly when p = q, whatever a and b."""
     positive("p_rise", p_rise)
     positive("q_fall", q_fall)
-    return _scalar_or_array(_penalty(np.asarray(p_rise, float), np.asarray(q_fall, float)))
+    return _scalar_or_array(__penalty()(np.asarray(p_rise, float), np.asarray(q_fall, float)))
 
 
 class Overtraining(NamedTuple):
@@ -369,3 +490,6 @@ def catalog_overtraining(fit: str = "hoffmann") -> list[Overtraining]:
         rows.append(Overtraining(m.name, n, m.total_params, d, d / n, overtraining_ratio(n, d),
                                  d / optimal_tokens(n, fit)))
     return rows
+
+
+__getattr__, __dir__ = _derived.module_getattr, _derived.module_dir
