@@ -228,6 +228,92 @@ def test_serve_prints_the_measurement_beside_the_bound(capsys):
     assert "https://lmsys.org/blog/2025-05-05-large-scale-ep/ (2025-05-05)" in out
 
 
+# --- --efficiency presets from the published runs ------------------------------------------------
+def test_deepseek_decode_preset_is_their_published_day_against_the_bound():
+    """DeepSeek, 'Inference System Overview' (2025-03-01): 14.8k output tokens/s per H800 node of 8,
+    20-22 tokens/s per user, 4,989 cached tokens per output token, decode on EP144, FP8 matmuls and
+    BF16 attention. Little's law: 14,800 / 8 / 21 = 88.1 sequences per GPU. At that batch the
+    bound is compute-bound, so its step per GPU is B (2 N_act / F_fp8 + L f_att / F_bf16), and the
+    preset is the bound's step over the measured one, 1/21 s."""
+    from chalk import efficiency
+    v3 = models.get("deepseek-v3")
+    h800 = hardware.get("H800")  # FlashMLA write-up: 990 TFLOP/s BF16, FP8 twice that, 3.35 TB/s
+    batch = 14.8e3 / 8 / 21
+    mla_decode = 2 * 128 * (2 * 512 + 64) * 61  # 2 n_heads (2 d_c + d_R) per layer, absorbed form
+    compute = batch * (2 * v3.active_params / h800.flops("fp8") + 4989 * mla_decode / h800.flops("bf16"))
+    memory = (v3.total_params * 1 + 144 * batch * 4989 * (512 + 64) * 61 * 2) / (144 * h800.hbm_bandwidth)
+    assert compute > memory
+    preset = efficiency.get("deepseek-decode")
+    assert preset.phase == "decode"
+    assert preset.value == pytest.approx(compute * 21, rel=1e-3)
+    assert preset.value == pytest.approx(0.229, abs=0.001)  # the ~4.37x gap of Chapter 1, inverted
+
+
+def test_sglang_prefill_preset_is_their_published_prefill_against_the_compute_ceiling():
+    """LMSYS (2025-05-05): 52.3k input tokens/s per node of 8 H100s for 2,000-token inputs, FP8
+    weights. The bound's ceiling per H100 at that prompt: 2 N_act FLOPs per token at the FP8 peak
+    plus MLA's prefill (multi-head) attention over 1,000.5 tokens on average at the BF16 peak."""
+    from chalk import efficiency
+    v3 = models.get("deepseek-v3")
+    h100 = hardware.get("H100-SXM")  # datasheet: 989 TFLOP/s BF16 dense, 1,979 FP8
+    mla_prefill = 2 * 128 * (2 * 128 + 64) * 61  # 2 n_heads (2 d_head + d_R) per layer: MLA's multi-head form
+    per_token = 2 * v3.active_params / h100.flops("fp8") + (2000 - 1999 / 2) * mla_prefill / h100.flops("bf16")
+    preset = efficiency.get("sglang-prefill")
+    assert preset.phase == "prefill"
+    assert preset.value == pytest.approx(52.3e3 / 8 * per_token, rel=1e-3)
+    assert preset.value == pytest.approx(0.28, abs=0.005)
+
+
+def test_a_preset_reproduces_its_run_at_its_own_operating_point(capsys):
+    """With the decode preset at DeepSeek's own batch and context, serve prints the published 1,850
+    output tokens/s per H800 (14.8k per node of 8) as 100% of the estimate."""
+    assert cli.main(["serve", "--model", "deepseek-v3", "--chip", "H800", "--chips", "144", "--batch", "12686",
+                     "--context", "4989", "--dtype", "fp8", "--efficiency", "deepseek-decode"]) == 0
+    out = capsys.readouterr().out
+    decode = out.split("Prefill pass")[0]
+    assert "preset deepseek-decode" in decode and "open-infra-index" in decode and "(2025-03-01)" in decode
+    assert "1,850 output tokens/s per H800, 100% of this estimate" in decode
+    assert "Money (decode: efficiency 0.229, preset deepseek-decode; prefill: mfu 1, memory efficiency 1)" in out
+
+
+def test_efficiency_help_lists_the_presets_and_an_unknown_name_exits_2(capsys):
+    with pytest.raises(SystemExit) as done:
+        cli.main(["serve", "--efficiency", "help"])
+    listed = capsys.readouterr().out
+    assert done.value.code == 0
+    for words in ("deepseek-decode", "sglang-prefill", "(2025-03-01)", "(2025-05-05)", "lmsys.org"):
+        assert words in listed
+    with pytest.raises(SystemExit) as done:
+        cli.main(["serve", "--model", "deepseek-v3", "--system", "hgx-h200", "--batch", "8", "--context", "100",
+                  "--efficiency", "vllm-decode"])
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and "'vllm-decode'" in err and "deepseek-decode, sglang-prefill" in err.replace(
+        "sglang-prefill, deepseek-decode", "deepseek-decode, sglang-prefill")
+
+
+@pytest.mark.parametrize("argv", [["--efficiency", "0.5", "--mfu", "0.3"], ["--efficiency", "0.5", "--efficiency", "0.4"],
+                                  ["--efficiency", "deepseek-decode", "--efficiency", "deepseek-decode"],
+                                  ["--efficiency", "1.5"], ["--efficiency", "0"]])
+def test_efficiency_refuses_conflicts_before_any_output(capsys, argv):
+    try:
+        code = cli.main(["serve", "--model", "deepseek-v3", "--system", "hgx-h200", "--batch", "8", "--context", "100",
+                         "--dtype", "fp8", *argv])
+    except SystemExit as done:
+        code = done.code
+    printed = capsys.readouterr()
+    assert code == 2 and "efficiency" in printed.err and printed.out == ""
+
+
+def test_a_typed_efficiency_divides_both_rates():
+    """--efficiency 0.5 is --mfu 0.5 --memory-efficiency 0.5: every time doubles, here twice the bound's step."""
+    base = calculator.decode("deepseek-v3", "hgx-h200", 64, 4096, dtype="fp8")
+    half = calculator.decode("deepseek-v3", "hgx-h200", 64, 4096, dtype="fp8", mfu=0.5, memory_efficiency=0.5)
+    assert half.t_step == pytest.approx(2 * base.t_step)
+    args = cli.build_parser().parse_args(["serve", "--model", "deepseek-v3", "--system", "hgx-h200", "--batch", "64",
+                                          "--context", "4096", "--efficiency", "0.5"])
+    assert cli._knobs(args)["decode"][:2] == cli._knobs(args)["prefill"][:2] == (0.5, 0.5)
+
+
 def test_readme_shows_the_allreduce_line_and_a_published_run(capsys):
     import pathlib
     import shlex

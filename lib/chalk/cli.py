@@ -8,6 +8,7 @@ import math
 import re
 import sys
 import warnings
+from typing import NamedTuple
 
 from . import calculator, pricing, roofline
 from .catalog import hardware, models, prices, reference, systems
@@ -77,6 +78,35 @@ def _usd(name, what="a price"):
     return parse
 
 DTYPES = tuple(hardware.BYTES_PER_ELEMENT)
+PHASES = ("decode", "prefill")
+
+
+def _efficiency(text):
+    """An --efficiency value: a number in (0, 1] for both passes, or a preset's name for its phase."""
+    if text == "help":
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        from . import efficiency  # presets are computed from the catalog: only when one is named
+        try:
+            return efficiency.get(text)
+        except ChalkError as e:
+            raise argparse.ArgumentTypeError(str(e).removeprefix("efficiency: ")) from None
+    if not (math.isfinite(value) and 0 < value <= 1):
+        raise argparse.ArgumentTypeError(f"efficiency must be a number in (0, 1] or a preset, got {text}")
+    return value
+
+
+class _EfficiencyAction(argparse.Action):
+    """Collects --efficiency values; ``--efficiency help`` lists the presets and exits 0."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        if value == "help":
+            from . import efficiency
+            print(f"Efficiency presets (measured / bound at each run's own operating point):\n{efficiency.listing()}")
+            parser.exit(EXIT_OK)
+        setattr(namespace, self.dest, [*(getattr(namespace, self.dest) or []), value])
 
 
 def _add_hardware(p):
@@ -117,11 +147,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_workload(p)
     p.add_argument("--prompt", type=_whole("prompt"), default=None,
                    help="prompt tokens per sequence for the prefill pass (default: the --context)")
-    p.add_argument("--mfu", type=_fraction("mfu", 1e-6, 1), default=calculator.MFU,
+    p.add_argument("--mfu", type=_fraction("mfu", 1e-6, 1), default=None,
                    help="achieved / peak FLOP/s (default 1.0 = roofline bound)")
-    p.add_argument("--memory-efficiency", type=_fraction("memory-efficiency", 1e-6, 1),
-                   default=calculator.MEMORY_EFFICIENCY,
+    p.add_argument("--memory-efficiency", type=_fraction("memory-efficiency", 1e-6, 1), default=None,
                    help="achieved / peak HBM bandwidth (default 1.0 = roofline bound)")
+    p.add_argument("--efficiency", type=_efficiency, action=_EfficiencyAction, metavar="E",
+                   help="achieved / bound, as both --mfu and --memory-efficiency: a number in (0, 1] for both "
+                        "passes, or a preset measured from a published run for its own pass (decode or prefill; "
+                        "may be given once per pass). `--efficiency help` lists the presets")
     p.add_argument("--usd-per-chip-hour", type=_price, default=None,
                    help="rental price per chip; default: the chip's published range, if any")
 
@@ -222,16 +255,67 @@ def _fit_report(args) -> tuple[str, bool]:
     return _rows(rows), f.fits
 
 
-def _measured_rows(args, model, point, n) -> list[tuple[str, str]]:
+class _Knobs(NamedTuple):
+    """A pass's efficiency knobs and where they came from."""
+    mfu: float
+    memory_efficiency: float
+    preset: "object | None" = None  # chalk.efficiency.Preset, imported only when one is named
+    typed: bool = False
+
+    @property
+    def at_bound(self) -> bool:
+        return self.mfu == self.memory_efficiency == 1
+
+    def words(self) -> str:
+        if self.preset is not None:
+            return f"efficiency {self.mfu:.3g}, preset {self.preset.name}"
+        if self.typed:
+            return f"efficiency {self.mfu:g}"
+        return f"mfu {self.mfu:g}, memory efficiency {self.memory_efficiency:g}"
+
+    def rows(self) -> list[tuple[str, str]]:
+        if self.preset is not None:
+            p = self.preset
+            return [("efficiency", f"{p.value:.3g} (preset {p.name}: measured / bound of a published {p.phase}, "
+                                   f"{p.point}), as mfu and memory efficiency"),
+                    ("  source", p.cited)]
+        if self.typed:
+            return [("efficiency", f"{self.mfu:g} (typed in), as mfu and memory efficiency")]
+        return []
+
+
+def _knobs(args) -> dict[str, _Knobs]:
+    """Each pass's knobs: --mfu and --memory-efficiency, or --efficiency (a number, presets per pass)."""
+    given = args.efficiency or []
+    if given and (args.mfu is not None or args.memory_efficiency is not None):
+        raise ChalkError("efficiency: --efficiency sets both --mfu and --memory-efficiency; give it or them, not both")
+    numbers = [v for v in given if isinstance(v, float)]
+    if len(numbers) > 1:
+        raise ChalkError("efficiency: one number serves both passes; give at most one, and presets for either pass")
+    mfu = calculator.MFU if args.mfu is None else args.mfu
+    memory = calculator.MEMORY_EFFICIENCY if args.memory_efficiency is None else args.memory_efficiency
+    knobs = {phase: _Knobs(numbers[0], numbers[0], typed=True) if numbers else _Knobs(mfu, memory)
+             for phase in PHASES}
+    presets = [v for v in given if not isinstance(v, float)]
+    for preset in presets:
+        if knobs[preset.phase].preset is not None:
+            raise ChalkError(f"efficiency: {knobs[preset.phase].preset.name} and {preset.name} are both {preset.phase} "
+                             "presets; give one per pass")
+        knobs[preset.phase] = _Knobs(preset.value, preset.value, preset)
+    return knobs
+
+
+def _measured_rows(args, model, point, n, knobs: _Knobs) -> list[tuple[str, str]]:
     """Published throughput of real engines for this model on chips of this class, beside the bound."""
     hw = calculator.resolve(_target(args), args.chips)
     phase = "decode" if n == 1 else "prefill"
     bound = point.tokens_per_second / hw.count
+    what = "this bound" if knobs.at_bound else "this estimate"
     rows = []
     for m in systems.measurements_for(model.name, hw.chip):
         measured = m.per_chip(phase)
         rows += [(f"published ({m.name})", f"{measured:,.0f} {'output' if n == 1 else 'input'} tokens/s per "
-                                           f"{m.system.chip.name}, {measured / bound:.0%} of this bound "
+                                           f"{m.system.chip.name}, {measured / bound:.0%} of {what} "
                                            f"({bound:,.0f} per chip)"),
                  ("  source", f"{m.display}; {m.source} ({m.as_of}); its batch and context are its own")]
     return rows
@@ -259,6 +343,7 @@ def _allreduce_rows(args, model, point, n) -> list[tuple[str, str]]:
 
 def _serve(args) -> int:
     _check_names(args)
+    knobs = _knobs(args)
     if args.prompt is not None and args.prompt > args.context:
         raise ChalkError(f"prompt: --prompt {args.prompt:,} is longer than --context {args.context:,}; the context "
                          "holds the prompt, so it must be at least as long")
@@ -269,29 +354,32 @@ def _serve(args) -> int:
     if not fits:
         print("\nNo step time: the model does not fit. Use more chips, a smaller batch or context, or fewer bytes per weight.")
         return EXIT_DOES_NOT_FIT
-    knobs = dict(_common(args), mfu=args.mfu, memory_efficiency=args.memory_efficiency)
-    dec = calculator.decode(model, _target(args), args.batch, args.context, **knobs)
+    passes = {phase: dict(_common(args), mfu=k.mfu, memory_efficiency=k.memory_efficiency) for phase, k in knobs.items()}
+    dec = calculator.decode(model, _target(args), args.batch, args.context, **passes["decode"])
     prompt = args.prompt or max(args.context, 1)
-    pre = calculator.prefill(model, _target(args), args.batch, prompt, **knobs)
-    for title, point, n in (("Decode step (1 new token per sequence)", dec, 1),
-                            (f"Prefill pass ({_tokens(prompt)} per sequence)", pre, prompt)):
+    pre = calculator.prefill(model, _target(args), args.batch, prompt, **passes["prefill"])
+    for title, point, n, k in (("Decode step (1 new token per sequence)", dec, 1, knobs["decode"]),
+                               (f"Prefill pass ({_tokens(prompt)} per sequence)", pre, prompt, knobs["prefill"])):
         formula, filled = calculator.substituted(point, model, _target(args), args.dtype, args.chips,
-                                                 hardware.bytes_per_weight(args.kv_dtype), args.mfu,
-                                                 args.memory_efficiency)
+                                                 hardware.bytes_per_weight(args.kv_dtype), k.mfu, k.memory_efficiency)
         comm = (" + t_allreduce", f" + {point.t_comm:.4g}") if point.t_comm else ("", "")
         print(f"\n{title}\n  t >= {formula}{comm[0]}\n    = {filled}{comm[1]}")
-        print(_rows([("compute time", _ms(point.t_compute)), ("weight-read time", _ms(point.t_weights)),
+        print(_rows([*k.rows(), ("compute time", _ms(point.t_compute)), ("weight-read time", _ms(point.t_weights)),
                      ("KV-read time", _ms(point.t_kv)), *_allreduce_rows(args, model, point, n),
-                     ("step time (lower bound)", _ms(point.t_step)),
+                     ("step time (lower bound)" if k.at_bound else "step time (bound / efficiency)", _ms(point.t_step)),
                      ("regime", point.regime), ("tokens/s (replica)", f"{point.tokens_per_second:,.0f}"),
-                     ("MFU at this bound", f"{point.mfu:.1%}"), *_measured_rows(args, model, point, n)]))
+                     ("MFU at this bound" if k.at_bound else "MFU", f"{point.mfu:.1%}"),
+                     *_measured_rows(args, model, point, n, k)]))
     rates = calculator.rental_prices(_target(args), args.chips, args.usd_per_chip_hour)
-    print(f"\nMoney (mfu {args.mfu:g}, memory efficiency {args.memory_efficiency:g})")
+    same = knobs["decode"] == knobs["prefill"]
+    print(f"\nMoney ({knobs['decode'].words()})" if same else
+          f"\nMoney (decode: {knobs['decode'].words()}; prefill: {knobs['prefill'].words()})")
     if not rates:
         print("  no published rental price for this chip: pass --usd-per-chip-hour")
     for rate in rates:
-        out = calculator.decode(model, _target(args), args.batch, args.context, usd_per_chip_hour=rate, **knobs)
-        inp = calculator.prefill(model, _target(args), args.batch, prompt, usd_per_chip_hour=rate, **knobs)
+        out = calculator.decode(model, _target(args), args.batch, args.context, usd_per_chip_hour=rate,
+                                **passes["decode"])
+        inp = calculator.prefill(model, _target(args), args.batch, prompt, usd_per_chip_hour=rate, **passes["prefill"])
         print(f"  at ${rate:g}/chip-hour: output ${out.usd_per_million_tokens:,.4g} per Mtok, "
               f"input ${inp.usd_per_million_tokens:,.4g} per Mtok")
     return EXIT_OK

@@ -221,6 +221,31 @@ def _imbalance(model: str, gpus: int, tokens: int, redundant: int) -> float:
     return moe.simulate_routing(model, gpus, tokens, redundant=redundant, trials=ROUTING_TRIALS).imbalance
 
 
+def roofline_point(name: str = DEEPSEEK, user_tokens_per_second=None) -> tuple[float, float, roofline.DecodePoint]:
+    """(sequences per GPU, context, Chapter 1's bound) at the operator's published decode operating
+    point: the batch from Little's law (output per GPU over one user's speed), the published
+    context, the whole expert-parallel group as one replica."""
+    op = operators.get(name)
+    speed = _user_speed(op, user_tokens_per_second)
+    gpus = op.decode_expert_parallel
+    if op.decode_nodes * op.gpus_per_node != gpus:
+        raise ChalkError(f"operator {op.name}: {op.decode_nodes} nodes of {op.gpus_per_node} GPUs "
+                         f"are not EP{gpus}")
+    batch_per_gpu = op.decode_tokens_per_second_per_node / op.gpus_per_node / speed
+    context = float(op.kv_tokens_per_output_token)
+    point = roofline.decode_point(op.chip, op.model, batch_per_gpu * gpus, context, op.dtype, gpus,
+                                  op.usd_per_gpu_hour, attention_dtype=op.attention_dtype)
+    return batch_per_gpu, context, point
+
+
+def decode_efficiency(name: str = DEEPSEEK, user_tokens_per_second=None) -> float:
+    """Published decode throughput over the bound's at the same batch and context (``Comparison.ratio``
+    inverted, without the terms): equally, the bound's step over the measured one."""
+    batch_per_gpu, _, point = roofline_point(name, user_tokens_per_second)
+    op = operators.get(name)
+    return op.decode_tokens_per_second_per_node / (batch_per_gpu * op.gpus_per_node / point.t_step)
+
+
 def compare(name: str = DEEPSEEK, overlap: bool = True, user_tokens_per_second=None) -> Comparison:
     """Roofline against the operator ``name``'s published decode throughput, term by term.
 
@@ -232,14 +257,8 @@ def compare(name: str = DEEPSEEK, overlap: bool = True, user_tokens_per_second=N
         raise ChalkError(f"overlap must be True or False, got {overlap!r}")
     speed = _user_speed(op, user_tokens_per_second)
     gpus, model, chip, m_ = op.decode_expert_parallel, op.model, op.chip, op.decode_micro_batches
-    if op.decode_nodes * op.gpus_per_node != gpus:
-        raise ChalkError(f"operator {op.name}: {op.decode_nodes} nodes of {op.gpus_per_node} GPUs "
-                         f"are not EP{gpus}")
-    batch_per_gpu = op.decode_tokens_per_second_per_node / op.gpus_per_node / speed
-    batch, context = batch_per_gpu * gpus, float(op.kv_tokens_per_output_token)
-
-    point = roofline.decode_point(chip, model, batch, context, op.dtype, gpus, op.usd_per_gpu_hour,
-                                  attention_dtype=op.attention_dtype)
+    batch_per_gpu, context, point = roofline_point(name, speed)
+    batch = batch_per_gpu * gpus
     t_compute, t_attn, t_kv = point.t_compute, point.t_attn, point.t_kv
     t_matmul = t_compute - t_attn
 

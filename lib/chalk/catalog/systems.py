@@ -119,6 +119,14 @@ class Measurement:
     as_of: str
     input_tokens: int | None = None
     note: str = ""
+    dtype: str | None = None
+    """the weights' number format, where the source gives it"""
+    prefill_nodes: int | None = None
+    operator: str | None = None
+    """the operators.toml entry whose figures these are, if any"""
+    preset: str | None = None
+    """the name under which ``chalk.efficiency`` offers this run's measured / bound ratio"""
+    preset_phase: str | None = None
 
     def per_chip(self, phase: str) -> float:
         """Tokens per second per chip in ``phase`` ("prefill" input, "decode" output)."""
@@ -129,6 +137,20 @@ class Measurement:
 
 _MEASURED = {"display": str, "model": str, "system": str, "prefill_tokens_per_second_per_node": float,
              "decode_tokens_per_second_per_node": float}
+
+
+def _preset_phase(where: str, e: dict) -> str | None:
+    """A preset's phase, checked against what computing its ratio needs."""
+    if "preset" not in e:
+        return None
+    needs = {"decode": ("operator",), "prefill": ("input_tokens", "dtype", "prefill_nodes")}
+    phase = e.get("preset_phase")
+    if phase not in needs:
+        raise ChalkError(f"{where}: 'preset_phase' must be 'decode' or 'prefill', got {phase!r}")
+    missing = [key for key in needs[phase] if key not in e]
+    if missing:
+        raise ChalkError(f"{where}: a {phase} preset needs {', '.join(map(repr, missing))}")
+    return phase
 
 
 @cache
@@ -147,7 +169,9 @@ def catalog_measurements() -> dict[str, Measurement]:
                                 prefill_tokens_per_second_per_node=float(e["prefill_tokens_per_second_per_node"]),
                                 decode_tokens_per_second_per_node=float(e["decode_tokens_per_second_per_node"]),
                                 source=e["source"], as_of=e["as_of"], input_tokens=e.get("input_tokens"),
-                                note=e.get("note", ""))
+                                note=e.get("note", ""), dtype=e.get("dtype"), prefill_nodes=e.get("prefill_nodes"),
+                                operator=e.get("operator"), preset=e.get("preset"),
+                                preset_phase=_preset_phase(where, e))
     return out
 
 
