@@ -27,6 +27,7 @@ import sympy as sp
 
 from . import roofline
 from .errors import ChalkError, ContextWarning, DoesNotFit, in_range, positive_int, whole
+from .lazy import Lazy
 from .notation import (B, F, F_att, L, N_act, N_rout, N_tot, W, b_kv, b_w, eta_c, eta_m, f_att, k, n,
                        n_chips, n_exp, p_chip)
 from .catalog.quoted import USD_PER_CHIP_HOUR
@@ -39,6 +40,9 @@ Hardware = roofline.Hardware
 resolve = roofline.resolve
 
 # --- formulas: roofline's, generalised to a pass of n tokens and to the efficiency knobs --------
+# The Max of the pass and the lambdified times are built on first use (``chalk.lazy``): `import
+# chalk` imports this module, and most interpreters never evaluate a pass.
+_derived = Lazy(__name__)
 _derated = {F: eta_c * F, F_att: eta_c * F_att, W: eta_m * W}
 _compute_pass = (roofline.t_matmul + roofline.t_attn.subs(L, L - (n - 1) / 2)).subs(B, B * n)
 _mem_pass = roofline.t_weights.subs(B, B * n) + roofline.t_kv
@@ -47,13 +51,28 @@ t_compute_pass = _compute_pass.subs(_derated, simultaneous=True)
 over the L - (n - 1)/2 tokens each new token sees on average."""
 t_mem_pass = _mem_pass.subs(_derated, simultaneous=True)
 """The weights the pass's B n tokens touch, read once; the KV cache of every sequence read once."""
-t_pass = sp.Max(t_compute_pass, t_mem_pass)
-_pass_numeric = {name: sp.lambdify((n,) + roofline.ARGS, expr) for name, expr in
-                 {"t_compute": _compute_pass, "t_weights": roofline.t_weights.subs(B, B * n),
-                  "t_kv": roofline.t_kv, "t_attn": roofline.t_attn.subs(L, L - (n - 1) / 2).subs(B, B * n)}.items()}
-"""The pass's times at peak rates, taking (n, *roofline.ARGS); the knobs derate F, F_att and W."""
-cost_per_token_pass = t_pass * n_chips * p_chip / (3600 * B * n)
-"""Dollars per token of a pass: the replica's rental for the pass shared by its B n tokens."""
+
+
+@_derived
+def _t_pass():
+    return sp.Max(t_compute_pass, t_mem_pass)
+
+
+@_derived
+def __pass_numeric():
+    """The pass's times at peak rates, taking (n, *roofline.ARGS); the knobs derate F, F_att and W."""
+    return {name: sp.lambdify((n,) + roofline.ARGS, expr) for name, expr in
+            {"t_compute": _compute_pass, "t_weights": roofline.t_weights.subs(B, B * n),
+             "t_kv": roofline.t_kv, "t_attn": roofline.t_attn.subs(L, L - (n - 1) / 2).subs(B, B * n)}.items()}
+
+
+@_derived
+def _cost_per_token_pass():
+    """Dollars per token of a pass: the replica's rental for the pass shared by its B n tokens."""
+    return _t_pass() * n_chips * p_chip / (3600 * B * n)
+
+
+__getattr__, __dir__ = _derived.module_getattr, _derived.module_dir
 
 
 def _limited(name: str, value):
@@ -197,12 +216,12 @@ def run_pass(model, target, batch, context, n=1, dtype="bf16", chips=None, kv_by
                                            mask=does_not_fit)
     else:
         out = float
-    times = {name: out(f(n, batch, context, *derated)) for name, f in _pass_numeric.items()}
+    times = {name: out(f(n, batch, context, *derated)) for name, f in __pass_numeric().items()}
     return PassPoint(
         **times, t_comm=out(rep.layout_allreduce_time(batch, n)),
         batch=out(np.asarray(batch, dtype=float)), chips=rep.chips, usd_per_chip_hour=float(usd_per_chip_hour),
         n=n, context=out(np.asarray(context, dtype=float)),
-        t_compute_peak=out(_pass_numeric["t_compute"](n, batch, context, *p)))
+        t_compute_peak=out(__pass_numeric()["t_compute"](n, batch, context, *p)))
 
 
 def _derate(params: tuple, mfu: float, memory_efficiency: float) -> tuple:
@@ -234,7 +253,7 @@ def substituted(point: PassPoint, model, target, dtype="bf16", chips=None, kv_by
     values = {sym: _g(float(value)) for sym, value in named.items()}
     values |= {B: int(point.batch), n: point.n, L: int(point.context), k: int(named[k]),
                n_exp: int(named[n_exp]), eta_c: _g(mfu), eta_m: _g(memory_efficiency)}
-    expr = roofline.t_step if (point.n, mfu, memory_efficiency) == (1, 1, 1) else t_pass
+    expr = roofline.t_step if (point.n, mfu, memory_efficiency) == (1, 1, 1) else _t_pass()
     if not rep.model.moe:  # a dense model reads all its weights at any batch: no experts term
         expr = expr.subs(N_rout, 0)
     formula = plain(expr)

@@ -38,25 +38,44 @@ from . import calculator, catalog, operator, roofline
 from .catalog import hardware, models, operators, prices, systems, tiers
 from .catalog.quoted import USD_PER_CHIP_HOUR
 from .errors import ChalkError, in_range, non_negative, positive, positive_int
+from .lazy import Lazy
 from .notation import C, F, F_att, L, L_star, N_act, T_hold, W, b_kv, b_w, eta_c, f_att, p_hold, p_in, p_out, r
+
+# Solved and lambdified forms are built on first use (``chalk.lazy``): `import chalk` imports this
+# module, and kv_bytes_from_step would otherwise build roofline's balance context at every import.
+_derived = Lazy(__name__)
 
 # --- formulas -------------------------------------------------------------------------------
 # Both passes are priced by their weight matmuls, at short context where attention is negligible.
 _prefill_time = roofline.t_matmul.subs(roofline.B, 1)
 _decode_time = _prefill_time.subs(F, eta_c * F)
-decode_mfu_expr = sp.solve(sp.Eq(p_out / p_in, _decode_time / _prefill_time), eta_c)[0]
-"""eta_c = p_in / p_out: decode MFU implied by the ratio of output to input price."""
 
-kv_bytes_from_step = sp.expand(sp.solve(sp.Eq(L_star, roofline.balance_context), b_kv)[0])
-"""b_kv = 2 N_act / (r L*) + W f_att / F_att: KV bytes per token implied by a step at L*, with r = F/W
-in the weights' format and attention at F_att."""
 
-kv_bytes_lecture_convention = sp.expand(kv_bytes_from_step.subs({r: 2 * r / b_w, F_att: r * W}, simultaneous=True))
-"""b_kv = N_act b_w / (r L*) + f_att / r with r = F/W at BF16 (the lecture's ≈300), the matmuls at
-2/b_w times the BF16 rate and attention at the BF16 rate."""
+@_derived
+def _decode_mfu_expr():
+    """eta_c = p_in / p_out: decode MFU implied by the ratio of output to input price."""
+    return sp.solve(sp.Eq(p_out / p_in, _decode_time / _prefill_time), eta_c)[0]
 
-attention_crossover = sp.solve(sp.Eq(roofline.t_matmul, roofline.t_attn), L)[0]
-"""L where a decode token's attention FLOPs take as long as its weight matmuls: 2 N_act F_att / (f_att F)."""
+
+@_derived
+def _kv_bytes_from_step():
+    """b_kv = 2 N_act / (r L*) + W f_att / F_att: KV bytes per token implied by a step at L*, with r = F/W
+    in the weights' format and attention at F_att."""
+    return sp.expand(sp.solve(sp.Eq(L_star, roofline.balance_context), b_kv)[0])
+
+
+@_derived
+def _kv_bytes_lecture_convention():
+    """b_kv = N_act b_w / (r L*) + f_att / r with r = F/W at BF16 (the lecture's ≈300), the matmuls at
+    2/b_w times the BF16 rate and attention at the BF16 rate."""
+    return sp.expand(_kv_bytes_from_step().subs({r: 2 * r / b_w, F_att: r * W}, simultaneous=True))
+
+
+@_derived
+def _attention_crossover():
+    """L where a decode token's attention FLOPs take as long as its weight matmuls: 2 N_act F_att / (f_att F)."""
+    return sp.solve(sp.Eq(roofline.t_matmul, roofline.t_attn), L)[0]
+
 
 drain_time = C / W
 """Seconds to read a whole tier once."""
@@ -64,18 +83,42 @@ drain_time = C / W
 hold_cost = p_hold * (T_hold + drain_time)
 """Dollars per byte to hold a cache for T_hold in a tier and read it back once."""
 
-break_even_hold = sp.solve(sp.Eq(hold_cost, hold_cost.subs({p_hold: sp.Symbol("p'", positive=True),
-                                                               C: sp.Symbol("C'", positive=True),
-                                                               W: sp.Symbol("W'", positive=True)})), T_hold)[0]
-"""Hold time at which two tiers (unprimed and primed) cost the same."""
+
+
+@_derived
+def _break_even_hold():
+    """Hold time at which two tiers (unprimed and primed) cost the same."""
+    return sp.solve(sp.Eq(hold_cost, hold_cost.subs({p_hold: sp.Symbol("p'", positive=True),
+                                                     C: sp.Symbol("C'", positive=True),
+                                                     W: sp.Symbol("W'", positive=True)})), T_hold)[0]
+
 
 tier_mismatch = sp.Abs(sp.log(drain_time / T_hold))
 """How far a tier's drain time is from the hold time, on a log scale (0 = a perfect match)."""
 
-_hold_cost = sp.lambdify((p_hold, T_hold, C, W), hold_cost, "numpy")
-_mismatch = sp.lambdify((C, W, T_hold), tier_mismatch, "math")
-_kv_lecture = sp.lambdify((N_act, r, L_star, b_w, f_att), kv_bytes_lecture_convention, "math")
-_decode_mfu = sp.lambdify((p_in, p_out), decode_mfu_expr, "math")
+
+
+@_derived
+def __hold_cost():
+    return sp.lambdify((p_hold, T_hold, C, W), hold_cost, "numpy")
+
+
+@_derived
+def __mismatch():
+    return sp.lambdify((C, W, T_hold), tier_mismatch, "math")
+
+
+@_derived
+def __kv_lecture():
+    return sp.lambdify((N_act, r, L_star, b_w, f_att), _kv_bytes_lecture_convention(), "math")
+
+
+@_derived
+def __decode_mfu():
+    return sp.lambdify((p_in, p_out), _decode_mfu_expr(), "math")
+
+
+__getattr__, __dir__ = _derived.module_getattr, _derived.module_dir
 
 
 # --- the contract ---------------------------------------------------------------------------
@@ -98,14 +141,14 @@ def kv_bytes_from_crossover(crossover_tokens, active_params, intensity, *, flops
     non_negative("attention_flops_per_token", attention_flops_per_token)
     # 2 N_act in the roofline is the FLOPs of one token: flops_per_param N_act in general.
     n_equiv = active_params * flops_per_param / 2
-    return float(_kv_lecture(n_equiv, intensity, crossover_tokens, bytes_per_weight, attention_flops_per_token))
+    return float(__kv_lecture()(n_equiv, intensity, crossover_tokens, bytes_per_weight, attention_flops_per_token))
 
 
 def decode_mfu_from_prices(input_price, output_price) -> float:
     """Decode MFU relative to prefill, p_in / p_out, when both prices track chip-time per token."""
     positive("input_price", input_price)
     positive("output_price", output_price)
-    return float(_decode_mfu(input_price, output_price))
+    return float(__decode_mfu()(input_price, output_price))
 
 
 # --- an operator that published both its prices and its throughput ---------------------------
@@ -143,7 +186,7 @@ def _model(model):
 def implied_decode_mfu(price) -> Deduction:
     price = _price(price)
     return Deduction("decode MFU relative to prefill", decode_mfu_from_prices(price.input, price.output),
-                     decode_mfu_expr, {"p_in": price.input, "p_out": price.output})
+                     _decode_mfu_expr(), {"p_in": price.input, "p_out": price.output})
 
 
 def _step(price):
@@ -192,7 +235,7 @@ def implied_kv_bytes_lecture(price, active_params, target="H100-SXM", dtype="fp8
     chip = hw.chip if isinstance(hw, systems.System) else hw
     ratio, b = chip.intensity("bf16"), hardware.bytes_per_weight(dtype)
     value = kv_bytes_from_crossover(step, active_params, ratio, bytes_per_weight=b)
-    return Deduction("KV bytes per token, lecture's form", value, kv_bytes_lecture_convention.subs(f_att, 0),
+    return Deduction("KV bytes per token, lecture's form", value, _kv_bytes_lecture_convention().subs(f_att, 0),
                      {"N_act": float(active_params), "b_w": b, "r": ratio, "L*": step})
 
 
@@ -206,8 +249,8 @@ def implied_kv_bytes_per_token(price, model, target="H100-SXM", dtype="bf16", kv
                            hw.count if isinstance(hw, systems.System) else 1, kv_bytes_per_element)
     n_act, _, _, _, flops, bw, f, f_rate, *_ = rep.params()
     inputs = {N_act: n_act, r: flops / bw, L_star: step, W: bw, f_att: f, F_att: f_rate}
-    value = float(kv_bytes_from_step.subs(inputs))
-    return Deduction("KV bytes per token", value, kv_bytes_from_step,
+    value = float(_kv_bytes_from_step().subs(inputs))
+    return Deduction("KV bytes per token", value, _kv_bytes_from_step(),
                      {"N_act": n_act, "r": flops / bw, "L*": step, "W": bw, "f_att": f, "F_att": f_rate},
                      actual=model.kv_bytes_per_token(kv_bytes_per_element),
                      actual_label=f"{model.display} from its config")
@@ -221,7 +264,7 @@ def tier_for_hold(hold_seconds: float, target="H100-SXM") -> tiers.Tier:
     """The lecture's rule of thumb: the tier whose drain time C/W is nearest ``hold_seconds`` on a
     log scale. ``cheapest_tier`` is the cost rule it approximates."""
     positive("hold_seconds", hold_seconds)
-    return min(tiers.tiers_with_hbm(target), key=lambda t: _mismatch(t.capacity, t.bandwidth, hold_seconds))
+    return min(tiers.tiers_with_hbm(target), key=lambda t: __mismatch()(t.capacity, t.bandwidth, hold_seconds))
 
 
 def implied_cache_tier(hold_seconds: float, target="H100-SXM") -> Deduction:
@@ -337,7 +380,7 @@ def attention_crossover_context(model, target="H100-SXM", dtype="fp8", form="dec
     if f == 0:
         return math.inf
     budget = 2 * n_act * f_rate / flops  # attention FLOPs (at F_att) that take as long as the matmuls
-    crossing = float(attention_crossover.subs({N_act: n_act, F: flops, F_att: f_rate, f_att: f}))
+    crossing = float(_attention_crossover().subs({N_act: n_act, F: flops, F_att: f_rate, f_att: f}))
     windowed = model.attention_flops_windowed(crossing)
     if windowed:
         crossing = (budget - windowed) / f
@@ -653,7 +696,7 @@ def hold_costs(hold_seconds, target="H100-SXM", usd_per_chip_hour=USD_PER_CHIP_H
                lifetime_years=tiers.LIFETIME_YEARS) -> dict[str, float]:
     """Dollars per byte to hold a cache for ``hold_seconds`` in each tier of ``target`` and read it back once."""
     non_negative("hold_seconds", hold_seconds)
-    return {t.name: float(_hold_cost(t.usd_per_byte_second, hold_seconds, t.capacity, t.bandwidth))
+    return {t.name: float(__hold_cost()(t.usd_per_byte_second, hold_seconds, t.capacity, t.bandwidth))
             for t in tiers.tiers_with_hbm(target, usd_per_chip_hour, lifetime_years)}
 
 

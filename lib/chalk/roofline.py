@@ -14,7 +14,12 @@ from .catalog import hardware, models, systems
 from .catalog.quoted import USD_PER_CHIP_HOUR
 from .errors import (ChalkError, ContextWarning, DoesNotFit, RangeWarning, in_range, non_negative, positive,
                      positive_int, whole)
+from .lazy import Lazy
 from .notation import B, F, F_att, L, N_act, N_rout, N_tot, W, b_kv, b_w, f_att, k, n_chips, n_exp, p_chip, r, s
+
+# Solved, simplified and lambdified forms are built on first use (``chalk.lazy``): `import chalk`
+# imports this module, and every fresh interpreter would otherwise pay for them.
+_derived = Lazy(__name__)
 
 # --- formulas ---------------------------------------------------------------------------------
 t_matmul = 2 * B * N_act / F
@@ -58,26 +63,54 @@ def _tidy(expr):
 # B* sits far above n_exp/k for every catalog model (thousands against 32 for DeepSeek-V3), where
 # (1 - k/n_exp)^B is below 1e-10: the balance is solved with every expert read, and the tests
 # check the exact root of t_compute = t_mem agrees.
-balance_batch_expr = _tidy(sp.solve(sp.Eq(t_compute, t_weights_all + t_kv), B)[0])
-"""B* where compute time equals memory time, with attention FLOPs and KV traffic."""
-balance_batch_r = _tidy(sp.simplify(balance_batch_expr.subs(F, r * W)))
-"""The same B* written with the hardware intensity r = F/W."""
-balance_batch_no_kv = sp.simplify(balance_batch_r.subs(L, 0).subs(N_tot, s * N_act))
-"""B* = r b_w s / 2 when KV traffic is ignored."""
-balance_context = sp.solve(sp.denom(sp.together(balance_batch_r)), L)[0]
-"""L* where B* diverges: past it, KV reads alone outlast compute at any batch. Infinite (no
-crossing) when attention's FLOPs per cached token outrun its bytes: f_att/F_att >= b_kv/W."""
-balance_context_same_format = sp.simplify(balance_context.subs(F_att, r * W))
-"""L* = 2 N_act / (r b_kv - f_att) when attention runs at the weights' FLOP rate (BF16 serving)."""
-mfu_beyond_balance = sp.simplify(sp.limit(t_compute / (t_weights_all + t_kv), B, sp.oo).subs(F, r * W))
-"""Compute time over memory time at infinite batch, once L > L*."""
+@_derived
+def _balance_batch_expr():
+    """B* where compute time equals memory time, with attention FLOPs and KV traffic."""
+    return _tidy(sp.solve(sp.Eq(t_compute, t_weights_all + t_kv), B)[0])
+
+
+@_derived
+def _balance_batch_r():
+    """The same B* written with the hardware intensity r = F/W."""
+    return _tidy(sp.simplify(_balance_batch_expr().subs(F, r * W)))
+
+
+@_derived
+def _balance_batch_no_kv():
+    """B* = r b_w s / 2 when KV traffic is ignored."""
+    return sp.simplify(_balance_batch_r().subs(L, 0).subs(N_tot, s * N_act))
+
+
+@_derived
+def _balance_context():
+    """L* where B* diverges: past it, KV reads alone outlast compute at any batch. Infinite (no
+    crossing) when attention's FLOPs per cached token outrun its bytes: f_att/F_att >= b_kv/W."""
+    return sp.solve(sp.denom(sp.together(_balance_batch_r())), L)[0]
+
+
+@_derived
+def _balance_context_same_format():
+    """L* = 2 N_act / (r b_kv - f_att) when attention runs at the weights' FLOP rate (BF16 serving)."""
+    return sp.simplify(_balance_context().subs(F_att, r * W))
+
+
+@_derived
+def _mfu_beyond_balance():
+    """Compute time over memory time at infinite batch, once L > L*."""
+    return sp.simplify(sp.limit(t_compute / (t_weights_all + t_kv), B, sp.oo).subs(F, r * W))
+
 
 routed_identity = {N_rout: (N_tot - N_act) / (1 - k / n_exp)}
 """A token skips n_exp - k of every layer's routed experts, and those are exactly what N_tot has and
 N_act lacks: N_rout (1 - k/n_exp) = N_tot - N_act."""
-small_batch_penalty = sp.simplify(((t_weights / t_matmul).subs(B, 1).subs(routed_identity)).subs(F, r * W))
-"""Cost of a token at B = 1 over its cost in the compute-bound regime, KV aside: r b_w / 2 for any
-model, dense or MoE, because at B = 1 an MoE reads only the experts its token picked."""
+
+
+@_derived
+def _small_batch_penalty():
+    """Cost of a token at B = 1 over its cost in the compute-bound regime, KV aside: r b_w / 2 for any
+    model, dense or MoE, because at B = 1 an MoE reads only the experts its token picked."""
+    return sp.simplify(((t_weights / t_matmul).subs(B, 1).subs(routed_identity)).subs(F, r * W))
+
 
 lecture_ratio = F * b_w / (2 * W)
 """What the lecture's "≈300" stands for: multiplies per byte of weight, precision-independent."""
@@ -86,7 +119,7 @@ ARGS = (B, L, N_act, N_tot, b_w, b_kv, F, W, f_att, F_att, N_rout, k, n_exp)
 _max = [{"Max": np.maximum}, "numpy"]
 
 
-def _numeric(expr):
+def _vectorised(expr):
     """``expr`` as a vectorised NumPy function of ``ARGS``. The attention and routing arguments
     default to the lecture's model, a dense one without attention FLOPs (attention at F)."""
     f = sp.lambdify(ARGS, expr, modules=_max)
@@ -96,11 +129,16 @@ def _numeric(expr):
     return evaluate
 
 
-numeric = {name: _numeric(expr) for name, expr in {
-    "t_matmul": t_matmul, "t_attn": t_attn, "t_compute": t_compute, "t_weights": t_weights,
-    "t_weights_all": t_weights_all, "t_kv": t_kv, "t_mem": t_mem, "t_step": t_step, "t_step_phases": t_step_phases,
-    "balance_batch": balance_batch_expr}.items()}
-"""Vectorised NumPy versions of the formulas: (B, L) then a replica's ``Replica.params(L)``."""
+@_derived
+def _numeric():
+    """Vectorised NumPy versions of the formulas: (B, L) then a replica's ``Replica.params(L)``."""
+    return {name: _vectorised(expr) for name, expr in {
+        "t_matmul": t_matmul, "t_attn": t_attn, "t_compute": t_compute, "t_weights": t_weights,
+        "t_weights_all": t_weights_all, "t_kv": t_kv, "t_mem": t_mem, "t_step": t_step,
+        "t_step_phases": t_step_phases, "balance_batch": _balance_batch_expr()}.items()}
+
+
+__getattr__, __dir__ = _derived.module_getattr, _derived.module_dir
 
 
 # --- the catalog-facing API -------------------------------------------------------------------
@@ -280,7 +318,7 @@ class Replica:
         n_act, _, _, kv, flops, bw, f, f_rate, *_ = self.params()
         if f / f_rate >= kv / bw:
             return math.inf
-        return float(balance_context.subs({N_act: n_act, r: flops / bw, b_kv: kv, W: bw,
+        return float(_balance_context().subs({N_act: n_act, r: flops / bw, b_kv: kv, W: bw,
                                            f_att: f, F_att: f_rate}))
 
 
@@ -385,7 +423,7 @@ def balance_batch(chip, model, dtype="bf16", context=0, kv_bytes_per_element=2) 
 def _balance_batch(rep: Replica, context) -> float:
     if context >= rep.balance_context():
         return math.inf
-    return float(numeric["balance_batch"](0, context, *rep.params(context)))
+    return float(_numeric()["balance_batch"](0, context, *rep.params(context)))
 
 
 def balance_context_for(chip, model, dtype="bf16", kv_bytes_per_element=2) -> float:
@@ -408,7 +446,7 @@ def step_time(chip, model, batch, context, dtype="bf16", chips=1, kv_bytes_per_e
     swept = np.ndim(batch) or np.ndim(context)
     if not swept:
         rep.check_fit(batch, context, headroom)
-    t = numeric["t_step"](batch, context, *rep.params(context))
+    t = _numeric()["t_step"](batch, context, *rep.params(context))
     if allreduce:
         t = t + rep.layout_allreduce_time(batch)
     if not swept:
@@ -490,10 +528,10 @@ def decode_point(chip, model, batch, context, dtype="bf16", chips=1, usd_per_chi
     rep.check_fit(batch, context, headroom)
     p = rep.params(context)
     return DecodePoint(
-        t_compute=float(numeric["t_compute"](batch, context, *p)),
-        t_weights=float(numeric["t_weights"](batch, context, *p)),
-        t_kv=float(numeric["t_kv"](batch, context, *p)),
-        t_attn=float(numeric["t_attn"](batch, context, *p)),
+        t_compute=float(_numeric()["t_compute"](batch, context, *p)),
+        t_weights=float(_numeric()["t_weights"](batch, context, *p)),
+        t_kv=float(_numeric()["t_kv"](batch, context, *p)),
+        t_attn=float(_numeric()["t_attn"](batch, context, *p)),
         t_comm=float(rep.layout_allreduce_time(batch)) if allreduce else 0.0,
         batch=float(batch), chips=rep.chips, usd_per_chip_hour=float(usd_per_chip_hour))
 
