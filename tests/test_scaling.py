@@ -247,3 +247,43 @@ def test_structured_rl_cost_counts_each_pass():
 def test_structured_rl_cost_names_bad_input(kwargs, param):
     with pytest.raises(ChalkError, match=rf"\b{param}\b"):
         scaling.rl_flops_per_rollout_token(**kwargs)
+
+
+# --- every optimum says which fit it came from ------------------------------------------------------
+@pytest.mark.parametrize("fit, paper", [("hoffmann", "Hoffmann et al. 2022, Approach 3"),
+                                        ("epoch", "Besiroglu et al. 2024 (Epoch AI)")])
+def test_every_optimum_names_its_fit(fit, paper):
+    optima = {"compute_optimal": scaling.compute_optimal(5.76e23, fit),
+              "loss_optimal": scaling.loss_optimal(2.0, fit),
+              "lifetime_optimal": scaling.lifetime_optimal(2.0, 1e14, fit)}
+    for name, opt in optima.items():
+        assert paper in repr(opt), name
+        assert opt.fit is FITS[fit]
+        other = "epoch" if fit == "hoffmann" else "hoffmann"
+        assert FITS[other].display not in repr(opt)
+    # Still the tuples they were: unpacked, indexed and compared as before, each number also by name.
+    n, d = optima["compute_optimal"]
+    assert (optima["compute_optimal"].N, optima["compute_optimal"].D) == (n, d) == tuple(optima["compute_optimal"])
+    assert 6 * n * d == pytest.approx(5.76e23)
+    n, d_pre, total = optima["lifetime_optimal"]
+    assert optima["lifetime_optimal"].total == total and optima["lifetime_optimal"][1] == d_pre
+    with pytest.raises(AttributeError):
+        optima["loss_optimal"].D_pre
+    rows = scaling.catalog_overtraining(fit)
+    assert rows and all(paper in r.fit for r in rows)
+
+
+# --- extrapolating on purpose ----------------------------------------------------------------------
+def test_a_lone_call_past_the_fit_warns_and_a_declared_sweep_does_not():
+    import warnings
+    from chalk.errors import ChalkWarning, RangeWarning
+    with pytest.warns(RangeWarning, match="extrapolation"):
+        scaling.loss(1e9, 1e17)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ChalkWarning)
+        with scaling.extrapolating():
+            scaling.loss(np.array([1e9, 1e15]), 1e17)
+            scaling.compute_optimal(1e31)
+            scaling.optimal_tokens(1e16)
+    with pytest.warns(RangeWarning):  # the declaration ends with its block
+        scaling.compute_optimal(1e31)

@@ -12,7 +12,9 @@ Three pieces, each a SymPy expression first and a NumPy function lambdified from
 ``N`` is always the active parameter count: for an MoE, applying a dense fit to it is an assumption
 (the lecture's own), not a result.
 """
+import contextvars
 import warnings
+from contextlib import contextmanager
 from typing import NamedTuple
 
 import numpy as np
@@ -251,7 +253,24 @@ made on (Hoffmann et al.: 70M to 16B parameters, 5B to 500B tokens). Outside it 
 an extrapolation far past its data, and the functions say so with a RangeWarning."""
 
 
+_EXTRAPOLATING = contextvars.ContextVar("extrapolating", default=False)
+
+
+@contextmanager
+def extrapolating():
+    """Within it (``with scaling.extrapolating():``, or as a decorator), numbers past
+    ``FIT_ENVELOPE`` are asked for on purpose and carry no RangeWarning: a figure's plane or sweep
+    that runs past every fit's data. A lone call outside it still warns."""
+    token = _EXTRAPOLATING.set(True)
+    try:
+        yield
+    finally:
+        _EXTRAPOLATING.reset(token)
+
+
 def _in_envelope(name: str, value, fit) -> None:
+    if _EXTRAPOLATING.get():
+        return
     low, high = FIT_ENVELOPE[name]
     arr = np.asarray(value, float)
     if np.any(arr < low) or np.any(arr > high):
@@ -270,6 +289,27 @@ def get_fit(fit: str | Fit = "hoffmann") -> Fit:
     return lookup("fit", fit, FITS, param="fit")
 
 
+class Optimum(tuple):
+    """An optimum as the tuple it has always been, ``(N, D)`` or ``(N, D_pre, total)``, that also
+    says which fit it came from: each number by name (``opt.N``), the catalog fit as ``opt.fit``,
+    and the fit's name in its repr."""
+
+    def __new__(cls, fit, **values):
+        self = super().__new__(cls, values.values())
+        self.names, self.fit = tuple(values), get_fit(fit)
+        return self
+
+    def __getattr__(self, name):
+        names = self.__dict__.get("names", ())
+        if name not in names:
+            raise AttributeError(name)
+        return self[names.index(name)]
+
+    def __repr__(self):
+        values = ", ".join(f"{k}={v!r}" for k, v in zip(self.names, self))
+        return f"Optimum({values}; fit: {self.fit.display})"
+
+
 def _constants(fit) -> tuple[float, ...]:
     f = get_fit(fit)
     return f.E0, f.A, f.B0, f.alpha, f.beta
@@ -286,11 +326,12 @@ def loss(N, D, fit: str = "hoffmann"):
 
 
 def compute_optimal(C, fit: str = "hoffmann"):
-    """(N, D) minimising the loss at a training budget of ``C`` FLOPs, with 6 N D = C."""
+    """(N, D) minimising the loss at a training budget of ``C`` FLOPs, with 6 N D = C: an ``Optimum``
+    naming ``fit``."""
     positive("C", C)
     _in_envelope("C", C, fit)
     n = __n_star_numeric()(np.asarray(C, float), *_constants(fit))
-    return _scalar_or_array(n), _scalar_or_array(np.asarray(C, float) / (6 * n))
+    return Optimum(fit, N=_scalar_or_array(n), D=_scalar_or_array(np.asarray(C, float) / (6 * n)))
 
 
 def optimal_tokens(N, fit: str = "hoffmann"):
@@ -309,12 +350,14 @@ def _check_target(target_loss, fit) -> None:
 
 
 def loss_optimal(target_loss, fit: str = "hoffmann"):
-    """(N, D) reaching ``target_loss`` with the fewest training FLOPs: the frontier seen from the loss."""
+    """(N, D) reaching ``target_loss`` with the fewest training FLOPs: the frontier seen from the loss
+    (an ``Optimum`` naming ``fit``)."""
     _check_target(target_loss, fit)
     c = _constants(fit)
     share = float(_u_compute_optimal().subs({alpha: c[3], beta: c[4]}))
     target = np.asarray(target_loss, float)
-    return (_scalar_or_array(__n_of_u()(share, target, *c)), _scalar_or_array(__d_of_u()(1 - share, target, *c)))
+    return Optimum(fit, N=_scalar_or_array(__n_of_u()(share, target, *c)),
+                   D=_scalar_or_array(__d_of_u()(1 - share, target, *c)))
 
 
 def _efficiency(name: str, value):
@@ -391,7 +434,7 @@ def lifetime_optimal(target_loss, inference_tokens, fit: str = "hoffmann", infer
     RL and inference cost K FLOPs per parameter whatever D_pre is, so the optimum is the share u of
     the reducible loss in the parameter term at which the stationarity condition gives that K. K
     rises with u from 0 at Chinchilla's u = beta/(alpha + beta), so the root is found by bisection
-    on t = log(u/(1 - u)). Broadcasts over array inputs.
+    on t = log(u/(1 - u)). Broadcasts over array inputs. An ``Optimum`` naming ``fit``.
     """
     _check_target(target_loss, fit)
     use = _check_use(inference_tokens, inference_efficiency, rl_tokens, rl_flops_per_param_token, rl_efficiency)
@@ -409,7 +452,7 @@ def lifetime_optimal(target_loss, inference_tokens, fit: str = "hoffmann", infer
     d_pre = __d_of_u()(1 / (1 + np.exp(t)), target, *c)
     total = lifetime_flops(n, d_pre, *use[:2], rl_tokens=use[2], rl_flops_per_param_token=use[3],
                            rl_efficiency=use[4]).total
-    return _scalar_or_array(n), _scalar_or_array(d_pre), _scalar_or_array(total)
+    return Optimum(fit, N=_scalar_or_array(n), D_pre=_scalar_or_array(d_pre), total=_scalar_or_array(total))
 
 
 def token_split(rl_flops_per_param_token=LECTURE["rl_flops_per_param_token"],
@@ -477,18 +520,20 @@ class Overtraining(NamedTuple):
     """D / (20 N_act): the lecture's measure."""
     vs_fit: float
     """D / D_opt(N_act) under the fit: how far past its own frontier."""
+    fit: str = ""
+    """the fit behind ``vs_fit``, by its display name"""
 
 
 def catalog_overtraining(fit: str = "hoffmann") -> list[Overtraining]:
     """Every catalog model with reported training tokens, measured against Chinchilla (active parameters)."""
-    get_fit(fit)
+    name = get_fit(fit).display
     rows = []
     for m in models.catalog_models().values():
         if m.training_tokens is None or m.checkpoint_of is not None:  # a checkpoint is its base's run
             continue
         n, d = m.active_params, m.training_tokens
         rows.append(Overtraining(m.name, n, m.total_params, d, d / n, overtraining_ratio(n, d),
-                                 d / optimal_tokens(n, fit)))
+                                 d / optimal_tokens(n, fit), name))
     return rows
 
 
