@@ -26,8 +26,8 @@ MODULES = _lazy_modules()
 
 def test_the_scan_finds_the_chapter_modules():
     # A scan that found nothing would make every test below pass vacuously.
-    assert {"chalk.moe", "chalk.pipeline", "chalk.memory", "chalk.timetable", "chalk.operator",
-            "chalk.reversible"} <= set(MODULES)
+    assert {"chalk.roofline", "chalk.calculator", "chalk.pricing", "chalk.moe", "chalk.pipeline",
+            "chalk.memory", "chalk.timetable", "chalk.operator", "chalk.scaling", "chalk.reversible"} <= set(MODULES)
 
 
 def test_importing_builds_nothing():
