@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from chalk import ChalkError, scaling
 from chalk.catalog.overtraining import FITS
+from chalk.errors import RangeWarning
 from chalk.notation import A, B_0, C_train, D, E_0, N_act, a, alpha, b, beta, p, q, x
 
 FIT_NAMES = sorted(FITS)
@@ -155,6 +156,7 @@ def test_more_inference_means_a_smaller_longer_trained_model(target, inference, 
 
 
 @given(st.floats(1e6, 1e13), st.floats(1e8, 1e15))
+@scaling.extrapolating()  # doubling the envelope's largest D steps past it, on purpose
 def test_loss_falls_with_n_and_d(n, d):
     assert scaling.loss(n * 2, d) < scaling.loss(n, d)
     assert scaling.loss(n, d * 2) < scaling.loss(n, d)
@@ -276,7 +278,7 @@ def test_every_optimum_names_its_fit(fit, paper):
 # --- extrapolating on purpose ----------------------------------------------------------------------
 def test_a_lone_call_past_the_fit_warns_and_a_declared_sweep_does_not():
     import warnings
-    from chalk.errors import ChalkWarning, RangeWarning
+    from chalk.errors import ChalkWarning
     with pytest.warns(RangeWarning, match="extrapolation"):
         scaling.loss(1e9, 1e17)
     with warnings.catch_warnings():
@@ -287,3 +289,30 @@ def test_a_lone_call_past_the_fit_warns_and_a_declared_sweep_does_not():
             scaling.optimal_tokens(1e16)
     with pytest.warns(RangeWarning):  # the declaration ends with its block
         scaling.compute_optimal(1e31)
+
+
+def test_chapter_5_figures_cards_and_explorer_raise_no_chalk_warning():
+    """Chapter 5's own sweeps run past the fits' data on purpose (the plane to 1e17 tokens) and say
+    so: drawing every figure, card value and explorer view emits no ChalkWarning."""
+    import warnings
+    from chalk.errors import ChalkWarning
+    from chalk.figures import overtraining
+    from chalk.teaching.cards import ch05_overtraining as cards
+    for cached in (overtraining.loss_grid, overtraining.contour, overtraining.curves):
+        cached.cache_clear()  # computed afresh here, not served from an earlier test's cache
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ChalkWarning)
+        explorer = overtraining.Explorer()
+        explorer.update(fit="epoch", target_loss=2.1)
+        for fit in overtraining.SHOWN_FITS:
+            overtraining.scenario_figure(fit)
+            overtraining.catalog_figure(fit)
+            overtraining.lecture_lifetime(fit)
+        overtraining.heuristic_figure()
+        overtraining.twin_data()
+        for value in cards.VALUES.values():
+            value()
+        for figure in cards.FIGURES.values():
+            figure()
+    with pytest.warns(RangeWarning, match="extrapolation"):  # the same plane's corner, asked for alone
+        scaling.loss(overtraining.N_RANGE[0], overtraining.D_RANGE[1])

@@ -43,7 +43,8 @@ def loss_grid(fit: str, points: int = 160):
     """(N, D, loss) on a log grid of the plane: what the contours are traced on."""
     n = np.logspace(*np.log10(N_RANGE), points)
     d = np.logspace(*np.log10(D_RANGE), points)
-    return n, d, scaling.loss(n[None, :], d[:, None], fit)
+    with scaling.extrapolating():  # the plane runs to 1e17 tokens, past every fit's data, on purpose
+        return n, d, scaling.loss(n[None, :], d[:, None], fit)
 
 
 @lru_cache(maxsize=64)
