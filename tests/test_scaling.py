@@ -271,6 +271,11 @@ def test_every_optimum_names_its_fit(fit, paper):
     assert optima["lifetime_optimal"].total == total and optima["lifetime_optimal"][1] == d_pre
     with pytest.raises(AttributeError):
         optima["loss_optimal"].D_pre
+    import copy
+    import pickle
+    for opt in optima.values():
+        for again in (copy.deepcopy(opt), pickle.loads(pickle.dumps(opt))):
+            assert again == opt and again.fit == opt.fit and repr(again) == repr(opt)
     rows = scaling.catalog_overtraining(fit)
     assert rows and all(paper in r.fit for r in rows)
 

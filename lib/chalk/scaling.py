@@ -305,6 +305,9 @@ class Optimum(tuple):
             raise AttributeError(name)
         return self[names.index(name)]
 
+    def __getnewargs_ex__(self):  # copy and pickle rebuild it through __new__
+        return (self.fit,), dict(zip(self.names, self))
+
     def __repr__(self):
         values = ", ".join(f"{k}={v!r}" for k, v in zip(self.names, self))
         return f"Optimum({values}; fit: {self.fit.display})"
