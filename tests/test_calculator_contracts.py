@@ -304,6 +304,17 @@ def test_efficiency_refuses_conflicts_before_any_output(capsys, argv):
     assert code == 2 and "efficiency" in printed.err and printed.out == ""
 
 
+@pytest.mark.parametrize("entry, words", [
+    ({"preset": "x", "preset_phase": "training"}, "'decode' or 'prefill'"),
+    ({"preset": "x", "preset_phase": "decode"}, "'operator'"),
+    ({"preset": "x", "preset_phase": "prefill", "input_tokens": 2000}, "'dtype', 'prefill_nodes'"),
+])
+def test_a_preset_entry_missing_what_its_ratio_needs_is_refused(entry, words):
+    from chalk.catalog import systems
+    with pytest.raises(ChalkError, match=words):
+        systems._preset_phase("measured.toml [x]", entry)
+
+
 def test_a_typed_efficiency_divides_both_rates():
     """--efficiency 0.5 is --mfu 0.5 --memory-efficiency 0.5: every time doubles, here twice the bound's step."""
     base = calculator.decode("deepseek-v3", "hgx-h200", 64, 4096, dtype="fp8")
