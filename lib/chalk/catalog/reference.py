@@ -150,13 +150,18 @@ def prices_table() -> str:
 
 
 def tiers_table() -> str:
+    """Each storage tier's size and speed."""
     rows = [[t.display, f"`{t.name}`", f"`{t.system}`" if t.system else "–", f"{t.capacity / 1e12:g}",
-             f"{t.bandwidth / 1e9:g}", f"{float(f'{t.drain_time:.3g}'):,g}", f"{t.usd_per_byte_second * 1e9 * 3600:.2g}",
-             _source(t), f"[source]({t.price_source}), {t.price_as_of}"]
+             f"{t.bandwidth / 1e9:g}", f"{float(f'{t.drain_time:.3g}'):,g}", _source(t)]
             for t in tiers.catalog_tiers().values()]
-    return _table(["tier", "name", "host of", "capacity TB", "read GB/s", "drain C/W s",
-                   f"$ per GB-hour ({tiers.LIFETIME_YEARS:g}-year amortisation)", "source, as of",
-                   "price source, as of"], rows)
+    return _table(["tier", "name", "host of", "capacity TB", "read GB/s", "drain C/W s", "source, as of"], rows)
+
+
+def tiers_price_table() -> str:
+    """What holding a gigabyte in each tier costs an hour, its purchase price amortised."""
+    return _table(["tier", f"$ per GB-hour ({tiers.LIFETIME_YEARS:g}-year amortisation)", "price source, as of"],
+                  [[t.display, f"{t.usd_per_byte_second * 1e9 * 3600:.2g}", f"[source]({t.price_source}), {t.price_as_of}"]
+                   for t in tiers.catalog_tiers().values()])
 
 
 # --- figures as their data file stores them -----------------------------------------------------
@@ -314,7 +319,7 @@ LISTS = {
     "models": {"models": models_table, "models: parameters and training tokens": models_params_table,
                "models: KV cache and context": models_kv_table},
     "prices": {"prices": prices_table},
-    "tiers": {"tiers": tiers_table},
+    "tiers": {"tiers": tiers_table, "tiers: price": tiers_price_table},
     "deployments": {"DeepSeek-V3's expert placement": expert_placement_table,
                     "serving layouts": serving_layouts_table, "serving layouts: parallelism": serving_degrees_table,
                     "training layouts": training_layouts_table,
