@@ -1,9 +1,11 @@
 """Accessibility of every page the site publishes, and of the figures the chapters draw.
 
 * axe-core (bundled by axe-playwright-python) runs on every built page in the browser the other
-  site tests use, in the light and the dark colour scheme, and again with every folded block opened
-  and every flashcard turned: no serious or critical violation anywhere; the moderate and minor
-  ones are reported as warnings (they show in the test summary) so they stay in sight;
+  site tests use, in the light colour scheme; the book's pages and one page of each other kind
+  (chapter, lab, problem set) also in the dark scheme and again with every folded block opened and
+  every flashcard turned (READ_IN_FULL): no serious or critical violation anywhere; the moderate
+  and minor ones are reported as warnings (they show in the test summary) so they stay in sight;
+* the code highlighting's every token colour reaches 4.5:1 on its background in both schemes;
 * every <img> says what it shows: alt text that is neither empty nor a file name;
 * the flashcards work from the keyboard alone (the twins' keyboard paths are in test_twins.py);
 * the chapters' figures tell their series apart without colour (line style or marker, or for
@@ -75,8 +77,11 @@ def open_offline(browser):
 SETTLED = """async () => {
     if (window.MathJax?.startup?.promise) await MathJax.startup.promise;
     await document.fonts.ready;
-    await Promise.all(document.getAnimations().map(a => a.finished.catch(() => null)));
-    return document.getAnimations().filter(a => a.playState === 'running').length; }"""
+    // A looping animation (a spinner) never finishes: wait only for those that end.
+    const ending = () => document.getAnimations().filter(a => a.playState === 'running'
+        && Number.isFinite(a.effect?.getComputedTiming().endTime));
+    await Promise.all(ending().map(a => a.finished.catch(() => null)));
+    return ending().length; }"""
 
 
 def settle(page):
@@ -84,7 +89,9 @@ def settle(page):
     page, the web fonts are in, and no animation is running (sphinx-togglebutton fades a fold's
     content in over 0.3 s when it opens: axe reading during the fade saw half-transparent code,
     which is how the dark scheme's comments in opened solutions failed at random)."""
-    running = page.evaluate(SETTLED)
+    # A page that never settles fails here, rather than holding the suite: the limit is no wait.
+    running = page.evaluate(f"""() => Promise.race([({SETTLED})(),
+        new Promise((_, no) => setTimeout(() => no(new Error('not settled within 60 s')), 60000))])""")
     assert running == 0, f"{running} animations still running after all finished"
 
 
@@ -99,33 +106,51 @@ def use_scheme(page, scheme):
         pytest.fail(f"the theme drew {drawn!r} for a reader whose system prefers {scheme}")
 
 
-def axe_violations(page, context=None) -> list[dict]:
+def axe_violations(page, context=None, rules=None) -> list[dict]:
+    """axe's violations on ``page`` (or ``context``), every rule or only ``rules``."""
     from axe_playwright_python.sync_playwright import Axe
     options = {"resultTypes": ["violations"], "rules": {r: {"enabled": True} for r in EXPERIMENTAL_RULES}}
+    if rules:
+        options = {"resultTypes": ["violations"], "runOnly": {"type": "rule", "values": list(rules)}}
     return Axe().run(page, context=context, options=options).response["violations"]
 
 
-def read_page(page, url) -> list[tuple[str, dict]]:
-    """axe's violations on one page as (the state it was read in, violation): as it loads in each
-    colour scheme, then what its folded blocks and flashcards hid, opened, in each."""
+COLOUR_RULES = ("color-contrast", "link-in-text-block")
+"""The rules whose verdict can change with the colour scheme; the others read the same markup in
+either, so the second scheme runs only these."""
+READ_IN_FULL = ("book/", "notebooks/01_batching.html", "notebooks/01_lab-roofline.html", "exercises/02_moe_racks.html")
+"""Pages read in every state: the book's pages (each a kind of its own: reference tables, cards,
+corrections, the guide) and one chapter, the lab and one problem set standing for their kinds.
+The other chapters and problem sets are read as they load in the light scheme, all rules: they
+share the representatives' markup (chalk's tables, twins, readouts, folds) and stylesheets, and
+the code inside their folds is checked at its source (test_code_highlighting_reads_in_both_schemes).
+Reading every chapter in four states took axe about a minute of a core per chapter."""
+
+
+def read_page(page, url, full=True) -> list[tuple[str, dict]]:
+    """axe's violations on one page as (the state it was read in, violation): as it loads, in the
+    light scheme with every rule, then (``full``) in the dark scheme with the colour rules, then
+    what its folded blocks and flashcards hid, opened, in each scheme likewise."""
     page.emulate_media(color_scheme=SCHEMES[0])
     page.goto(url, wait_until="load")
-    settle(page)
     # The theme fades colours in over 0.15 s and the folds fade their content in: axe must read the
     # colours the page ends on, so transitions and animations jump to their end.
     page.add_style_tag(content="*, *::before, *::after { transition: none !important; animation: none !important; }")
+    settle(page)
+    schemes = SCHEMES if full else SCHEMES[:1]
     found = []
-    for scheme in SCHEMES:
+    for scheme in schemes:
         use_scheme(page, scheme)
         settle(page)
-        found += [(scheme, v) for v in axe_violations(page)]
-    if page.evaluate(REVEAL):
+        found += [(scheme, v) for v in axe_violations(page, rules=None if scheme == SCHEMES[0] else COLOUR_RULES)]
+    if full and page.evaluate(REVEAL):
         page.wait_for_function("() => !document.querySelector('details:not([open])')")
         settle(page)
         for scheme in reversed(SCHEMES):
             use_scheme(page, scheme)
             settle(page)
-            found += [(f"{scheme}, opened", v) for v in axe_violations(page, context=REVEALED)]
+            found += [(f"{scheme}, opened", v) for v in axe_violations(
+                page, context=REVEALED, rules=None if scheme == SCHEMES[0] else COLOUR_RULES)]
     return found
 
 
@@ -141,8 +166,9 @@ def test_every_page_has_no_serious_axe_violation(built_site, chromium_browser):
     blocking, reported = defaultdict(list), defaultdict(set)
     pages = site_pages(built_site)
     assert any(p.startswith("notebooks/") for p in pages) and "book/flashcards.html" in pages
+    assert all(any(p.startswith(full) for p in pages) for full in READ_IN_FULL), "a representative page is gone"
     for rel in pages:
-        for state, v in read_page(page, (built_site / rel).as_uri()):
+        for state, v in read_page(page, (built_site / rel).as_uri(), full=rel.startswith(READ_IN_FULL)):
             if v["impact"] in BLOCKING:
                 blocking[v["id"]].append((f"{rel} ({state})", v))
             else:  # an element counts once however many states show it
@@ -154,6 +180,54 @@ def test_every_page_has_no_serious_axe_violation(built_site, chromium_browser):
                       f"e.g. {', '.join(where[:3])}", stacklevel=1)
     assert not blocking, "serious or critical accessibility violations:\n" + "\n".join(
         describe_violation(found[0][1], [where for where, _ in found]) for found in blocking.values())
+
+
+# --- code highlighting ----------------------------------------------------------------------------
+def contrast(a, b) -> float:
+    """WCAG 2 contrast ratio of two colours (1 to 21)."""
+    def luminance(color):
+        lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in to_rgb(color)]
+        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def highlight_contrasts(css: str) -> dict[str, list[tuple[str, str, float]]]:
+    """For each scheme of a Pygments stylesheet as the theme writes it (``html[data-theme="dark"]
+    .highlight .c1 { color: #FFD900 }``), every token class with its colour and its contrast
+    against that scheme's code background."""
+    found = {}
+    for scheme in SCHEMES:
+        prefix = re.escape(f'html[data-theme="{scheme}"] .highlight')
+        background = re.search(prefix + r" \{[^}]*background(?:-color)?: (#[0-9a-fA-F]{3,6})", css).group(1)
+        tokens = re.findall(prefix + r" \.(\w+) \{[^}]*?(?<![-\w])color: (#[0-9a-fA-F]{3,6})", css)
+        found[scheme] = [(token, color, contrast(color, background)) for token, color in tokens]
+    return found
+
+
+def test_contrast_formula_against_wcag_examples():
+    assert contrast("#000000", "#ffffff") == pytest.approx(21)
+    assert contrast("#767676", "#ffffff") == pytest.approx(4.54, abs=0.01)  # WCAG's lightest grey for 4.5:1
+
+
+def test_code_highlighting_reads_in_both_schemes(built_site):
+    """Every token colour of the highlighting style, in each scheme, against its code background:
+    4.5:1 (WCAG 1.4.3), checked at the source for every page's code at once (axe reads it page by
+    page, and only what the page shows)."""
+    found = highlight_contrasts((built_site / "_static" / "pygments.css").read_text())
+    assert all(len(tokens) > 20 for tokens in found.values()), {k: len(v) for k, v in found.items()}
+    weak = [f"{scheme}: .{token} {color} at {ratio:.2f}:1" for scheme, tokens in found.items()
+            for token, color, ratio in tokens if ratio < 4.5]
+    assert not weak, "code colours below 4.5:1 against their background:\n" + "\n".join(weak)
+
+
+def test_highlight_check_finds_a_weak_colour():
+    css = ('html[data-theme="light"] .highlight { background: #f8f8f8; }\n'
+           'html[data-theme="light"] .highlight .c1 { color: #aaaaaa; font-style: italic }\n'
+           'html[data-theme="dark"] .highlight { background: #2b2b2b; color: #F8F8F2 }\n'
+           'html[data-theme="dark"] .highlight .c1 { color: #FFD900 }\n')
+    found = highlight_contrasts(css)
+    assert [t for t, _, r in found["light"] if r < 4.5] == ["c1"] and [t for t, _, r in found["dark"] if r < 4.5] == []
 
 
 # --- alt text -----------------------------------------------------------------------------------
