@@ -70,3 +70,12 @@ def test_a_builder_must_name_its_value_with_an_underscore():
             registry(lambda: 1)
     finally:
         del REGISTRIES["test_lazy_scratch"]
+
+
+def test_model_formulas_cover_the_kinds_and_phases_the_catalog_checks():
+    # chalk.models validates the catalog without SymPy, against plain tuples of attention kinds and
+    # phases; the formulas it evaluates later must be written for exactly those.
+    from chalk.catalog import model_formulas, models
+    assert set(model_formulas.ATTENTION_PARAMS) == set(models._ATTENTION_KINDS)
+    assert tuple(model_formulas.ATTENTION_PHASE_FLOPS) == models.PHASES
+    assert models.KV_BYTES_LONG is model_formulas.KV_BYTES_LONG  # the old names still reach them

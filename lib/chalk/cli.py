@@ -10,9 +10,11 @@ import sys
 import warnings
 from typing import NamedTuple
 
-from . import calculator, pricing, roofline
 from .catalog import hardware, models, prices, reference, systems
+from .defaults import HEADROOM, LIMITS
 from .errors import ChalkError, ChalkWarning, DoesNotFit, number_text
+# calculator, pricing and roofline build on SymPy: the commands that compute import them, so that
+# --help, the parser and `list` start without it (tests/test_cli_startup.py).
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_DOES_NOT_FIT = 0, 2, 3
 
@@ -25,8 +27,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _whole(name, low=None, high=None):
-    """An argparse type for whole numbers in the library's valid range (``calculator.LIMITS``)."""
-    low, high = calculator.LIMITS[name] if low is None else (low, high)
+    """An argparse type for whole numbers in the library's valid range (``chalk.defaults.LIMITS``)."""
+    low, high = LIMITS[name] if low is None else (low, high)
     valid = f"a whole number from {number_text(low)} to {number_text(high)}"
 
     def parse(text):
@@ -53,7 +55,7 @@ def _fraction(name, low, high):
 
 
 def _price(text):
-    low, high = calculator.LIMITS["usd_per_chip_hour"]
+    low, high = LIMITS["usd_per_chip_hour"]
     try:
         value = float(text)
     except ValueError:
@@ -127,8 +129,8 @@ def _add_workload(p):
                    help="number format of the weights and of the matmuls (default bf16)")
     p.add_argument("--kv-dtype", default="bf16", choices=DTYPES, type=str.casefold,
                    help="number format of the KV cache (default bf16, 2 bytes per element)")
-    p.add_argument("--headroom", type=_fraction("headroom", 0, 0.99), default=calculator.HEADROOM,
-                   help=f"fraction of HBM kept free for activations and the runtime (default {calculator.HEADROOM:g})")
+    p.add_argument("--headroom", type=_fraction("headroom", 0, 0.99), default=HEADROOM,
+                   help=f"fraction of HBM kept free for activations and the runtime (default {HEADROOM:g})")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -224,6 +226,7 @@ def _common(args):
 
 def _check_names(args) -> None:
     """Fail on an unknown model, hardware or unsupported dtype before printing anything."""
+    from . import calculator
     models.get(args.model)
     calculator.resolve(_target(args), args.chips).chip.flops(args.dtype)
 
@@ -241,6 +244,7 @@ def _terminal(markdown: str) -> str:
 
 
 def _fit_report(args) -> tuple[str, bool]:
+    from . import calculator
     f = calculator.fit(args.model, _target(args), args.batch, args.context, **_common(args))
     hw = calculator.resolve(_target(args), args.chips)
     rows = [("hardware", f"{hw.label} ({hw.count} x {hw.chip.hbm_capacity / 1e9:,.0f} GB HBM)"),
@@ -286,6 +290,7 @@ class _Knobs(NamedTuple):
 
 def _knobs(args) -> dict[str, _Knobs]:
     """Each pass's knobs: --mfu and --memory-efficiency, or --efficiency (a number, presets per pass)."""
+    from . import calculator
     given = args.efficiency or []
     if given and (args.mfu is not None or args.memory_efficiency is not None):
         raise ChalkError("efficiency: --efficiency sets both --mfu and --memory-efficiency; give it or them, not both")
@@ -307,6 +312,7 @@ def _knobs(args) -> dict[str, _Knobs]:
 
 def _measured_rows(args, model, point, n, knobs: _Knobs) -> list[tuple[str, str]]:
     """Published throughput of real engines for this model on chips of this class, beside the bound."""
+    from . import calculator
     hw = calculator.resolve(_target(args), args.chips)
     phase = "decode" if n == 1 else "prefill"
     bound = point.tokens_per_second / hw.count
@@ -323,6 +329,7 @@ def _measured_rows(args, model, point, n, knobs: _Knobs) -> list[tuple[str, str]
 
 def _allreduce_rows(args, model, point, n) -> list[tuple[str, str]]:
     """The tensor-parallel all-reduce line of a pass, with what it counts and what overlaps."""
+    from . import calculator, roofline
     hw = calculator.resolve(_target(args), args.chips)
     if hw.count == 1:
         return []
@@ -342,6 +349,7 @@ def _allreduce_rows(args, model, point, n) -> list[tuple[str, str]]:
 
 
 def _serve(args) -> int:
+    from . import calculator
     _check_names(args)
     knobs = _knobs(args)
     if args.prompt is not None and args.prompt > args.context:
@@ -386,6 +394,7 @@ def _serve(args) -> int:
 
 
 def _fit(args) -> int:
+    from . import calculator
     _check_names(args)
     model = models.get(args.model)
     text, fits = _fit_report(args)
@@ -428,6 +437,7 @@ _TYPED = ("output", "cache_read", "cache_write_5m", "cache_write_1h", "step_cont
 
 def _deduce_price(args) -> prices.Price:
     """The catalog entry --price, or the prices typed in (checked before any output)."""
+    from . import pricing
     if args.price is not None:
         given = [k for k in _TYPED if getattr(args, k) is not None]
         if given:
@@ -443,6 +453,7 @@ def _deduce_price(args) -> prices.Price:
 
 
 def _deduce(args) -> int:
+    from . import calculator, pricing
     target = args.system or args.chip or "H100-SXM"
     calculator.resolve(target).chip.flops(args.dtype)  # every name and number checked before any output
     if args.model is not None:

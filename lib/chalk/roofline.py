@@ -12,6 +12,7 @@ import sympy as sp
 
 from .catalog import hardware, models, systems
 from .catalog.quoted import USD_PER_CHIP_HOUR
+from .defaults import HEADROOM, LIMITS  # re-exported: roofline.HEADROOM, roofline.LIMITS
 from .errors import (ChalkError, ContextWarning, DoesNotFit, RangeWarning, in_range, non_negative, positive,
                      positive_int, whole)
 from .lazy import Lazy
@@ -142,21 +143,9 @@ __getattr__, __dir__ = _derived.module_getattr, _derived.module_dir
 
 
 # --- the catalog-facing API -------------------------------------------------------------------
-HEADROOM = 0.10
-"""Fraction of HBM every fit check keeps free for activations, the runtime and fragmentation.
-
-The one default of the library, the calculator and ``python -m chalk``; pass ``headroom=0`` for
-the bare capacity bound (as the scaling book's worked answers use)."""
-
-
 ACTIVATION_BYTES = 2
 """Bytes per activation element a tensor-parallel all-reduce sums: BF16, whatever the weights' format."""
 ALLREDUCE_ALGORITHMS = ("ring", "in-switch")
-
-LIMITS = {"chips": (1, 1_000_000), "batch": (1, 1e9), "context": (0, 1e9), "prompt": (1, 1e9),
-          "usd_per_chip_hour": (0.001, 10_000)}
-"""Valid ranges of the inputs: wider than any real deployment, narrow enough that a slip of the
-keyboard (1e20 sequences, 1e30 chips) is an error naming the range, not an answer."""
 
 
 @dataclass(frozen=True)

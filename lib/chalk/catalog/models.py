@@ -1,7 +1,7 @@
 """Model architectures (``data/models.toml``) and what follows from their config fields.
 
 Parameter counts, FLOPs and KV-cache bytes are computed from the published shapes with the SymPy
-formulas below; the reported totals stored beside the shapes are only for checking.
+formulas of ``model_formulas`` (re-exported here: ``models.KV_BYTES_LONG``); the reported totals stored beside the shapes are only for checking.
 Norm vectors and biases (under 0.1% of any catalog model) are left out.
 
 Layers follow ``layer_pattern``, repeated over the depth: ``G`` full (global) attention, ``L``
@@ -13,110 +13,26 @@ from dataclasses import dataclass
 from functools import cache, cached_property
 
 import numpy as np
-import sympy as sp
 
 from .. import catalog
 from .hardware import BYTES_PER_ELEMENT, bytes_per_weight
 from ..errors import ChalkError, lookup, non_negative, positive
-from ..notation import (D, L, N_act, N_emb, b_el, d_c, d_conv, d_cq, d_ff, d_head, d_inner, d_model,
-                       d_R, d_state, g_kv, n_G, n_heads, n_kv, n_layers, n_loc, n_vocab, r_dt, w)
 
-# --- formulas (per layer unless stated) -------------------------------------------------------
-ATTENTION_PARAMS = {
-    # W_q and W_o span all query heads, W_k and W_v only the KV heads.
-    "gqa": 2 * d_model * d_head * (n_heads + n_kv),
-    # DeepSeek-V2/V3 multi-head latent attention: down-projections to the latents d_c' (query)
-    # and d_c + d_R (key/value, cached), up-projections per head, then the output projection.
-    "mla": (d_model * d_cq + d_cq * n_heads * (d_head + d_R) + d_model * (d_c + d_R)
-            + d_c * n_heads * 2 * d_head + n_heads * d_head * d_model),
-}
-ATTENTION_PARAMS["mha"] = ATTENTION_PARAMS["mqa"] = ATTENTION_PARAMS["gqa"]
+def _formulas():
+    """``model_formulas``, imported on first use: loading and validating the catalog needs no SymPy."""
+    from . import model_formulas
+    return model_formulas
 
-RELATIVE_POSITION_PARAMS = d_model * n_heads * d_head
-"""Transformer-XL relative position encodings (Dai et al. 2019, used by Gopher and Chinchilla):
-each layer projects the sinusoidal position embeddings to keys with its own W_R."""
 
-KV_PROJECTION_PARAMS = 2 * d_model * d_head * n_kv
-"""W_k and W_v of one layer: the part a layer that reuses another layer's KV cache does without."""
+def __getattr__(name: str):
+    """The formulas under their old names (``models.FFN_PARAMS``, PEP 562), imported when first read."""
+    if name.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(_formulas(), name)
 
-n_mat = sp.Symbol(r"n_\text{mat}", positive=True)
-FFN_PARAMS = n_mat * d_model * d_ff
-"""One feed-forward block (or one expert): n_mat = 3 for gated (SwiGLU), 2 otherwise."""
 
-EMBEDDING_PARAMS = n_vocab * d_model
-"""One embedding table; an untied model has two (input and output)."""
-
-SSM_PARAMS = d_inner * (3 * d_model + d_conv + 2 * r_dt + 3 * d_state)
-"""One Mamba-1 mixer (Gu and Dao 2023): input projection to 2 d_inner (x and gate), depthwise
-convolution, x-projection to the step rank and B, C, step projection back to d_inner, the state
-matrix A (d_inner x d_state) and the output projection."""
-
-KV_WIDTH = {
-    # Keys and values for every KV head.
-    "gqa": 2 * n_kv * d_head,
-    # MLA caches one latent of width d_c plus the shared RoPE key of width d_R.
-    "mla": d_c + d_R,
-}
-KV_WIDTH["mha"] = KV_WIDTH["mqa"] = KV_WIDTH["gqa"]
-"""Cached elements per token per attention layer that keeps its own cache."""
-
-KV_BYTES_PER_TOKEN = {kind: n_layers * width * b_el for kind, width in KV_WIDTH.items()}
-"""b_kv of a model whose every layer has full attention and its own cache."""
-
-KV_BYTES_LONG = {kind: n_G * width * b_el / g_kv for kind, width in KV_WIDTH.items()}
-"""b_kv in general: bytes each further token adds once every sliding window is full. Local
-(windowed) layers and state-space layers add nothing per token at long context."""
-
-KV_BYTES_WINDOWED = {kind: n_loc * sp.Min(L, w) * width * b_el / g_kv for kind, width in KV_WIDTH.items()}
-"""KV-cache bytes the sliding-window layers hold for one sequence of L tokens: min(L, w) each."""
-
-KV_BYTES_CONTEXT = {kind: L * KV_BYTES_LONG[kind] + KV_BYTES_WINDOWED[kind] for kind in KV_WIDTH}
-"""KV-cache bytes of one sequence of L tokens: global layers hold L tokens, local ones min(L, w)."""
-
-ATTENTION_FLOPS = {
-    # Scores q.k over d_head and the weighted sum of values over d_head, 2 FLOPs per multiply-add.
-    "gqa": 2 * n_heads * (d_head + d_head),
-    # MLA computed naively: query-key width d_head + d_R, value width d_head.
-    "mla": 2 * n_heads * (d_head + d_R + d_head),
-}
-ATTENTION_FLOPS["mha"] = ATTENTION_FLOPS["mqa"] = ATTENTION_FLOPS["gqa"]
-"""FLOPs per attended token per attention layer, for one new query token."""
-
-ATTENTION_DECODE_FLOPS = dict(ATTENTION_FLOPS)
-# MLA in decode runs with the up-projections absorbed into the query and the output (DeepSeek-V2
-# §2.1.2, FlashMLA): every head scores against the cached latent and RoPE key (d_c + d_R) and sums
-# the latents (d_c), so the work per cached token grows with n_heads d_c, not with the cache's size.
-ATTENTION_DECODE_FLOPS["mla"] = 2 * n_heads * (2 * d_c + d_R)
-"""FLOPs per cached token per attention layer for one new token in decode, as serving kernels run it.
-Windowed layers attend to min(L, w) tokens; layers that share another layer's KV cache still
-attend to it, so sharing saves bytes, not FLOPs."""
-
-ATTENTION_PHASE_FLOPS = {"decode": ATTENTION_DECODE_FLOPS, "prefill": ATTENTION_FLOPS}
-"""FLOPs per (query token, cached token) pair per attention layer, as each phase's kernels run it.
-Prefill runs MLA in its multi-head form (vLLM's MLA backend and DeepSeek's own kernels decompress the
-latents into per-head keys and values once per token, then attend as MHA: d_head + d_R for the
-scores, d_head for the values); decode runs the absorbed form. The two agree for MHA/GQA/MQA."""
-PHASES = tuple(ATTENTION_PHASE_FLOPS)
-
-ATTENTION_LONG = {phase: {kind: n_G * per_layer for kind, per_layer in flops.items()}
-                  for phase, flops in ATTENTION_PHASE_FLOPS.items()}
-"""f_att at long context: FLOPs each further cached token adds to one new token, all layers."""
-ATTENTION_WINDOWED = {phase: {kind: n_loc * sp.Min(L, w) * per_layer for kind, per_layer in flops.items()}
-                      for phase, flops in ATTENTION_PHASE_FLOPS.items()}
-"""Attention FLOPs of one new token in the sliding-window layers, at context L."""
-ATTENTION_DECODE_LONG = ATTENTION_LONG["decode"]
-ATTENTION_DECODE_WINDOWED = ATTENTION_WINDOWED["decode"]
-
-FORWARD_FLOPS_PER_TOKEN = {
-    kind: 2 * (N_act - N_emb) + per_token * (n_G * L + n_loc * sp.Min(L, w))
-    for kind, per_token in ATTENTION_FLOPS.items()}
-"""Forward FLOPs for one new token with L tokens before it: 2 per active weight in a matmul (the
-input embedding is a lookup) plus attention over the cached tokens. Averaged over the positions of
-a causal sequence of length L the attention term halves, which is Kaplan et al. (2020)'s
-C_forward = 2N + 2 n_layer n_ctx d_attn."""
-
-TRAINING_FLOPS = 6 * N_act * D
-"""Training compute: forward (2) plus backward (4) FLOPs per active weight per token."""
+PHASES = ("decode", "prefill")
+"""The phases ``ATTENTION_PHASE_FLOPS`` has a kernel form for."""
 
 LAYER_KINDS = {"G": "global attention", "L": "sliding-window attention", "S": "state-space (no KV)"}
 
@@ -201,42 +117,46 @@ class Model:
 
     # --- parameters -------------------------------------------------------------------------
     def _ffn(self, width: int) -> float:
-        return float(FFN_PARAMS.subs({n_mat: 3 if self.ffn_gated else 2, d_model: self.d_model, d_ff: width}))
+        f = _formulas()
+        return float(f.FFN_PARAMS.subs({f.n_mat: 3 if self.ffn_gated else 2, f.d_model: self.d_model, f.d_ff: width}))
 
     def _values(self) -> dict:
-        v = {d_model: self.d_model, d_head: self.d_head, n_heads: self.n_heads,
-             n_kv: self.n_kv_heads, n_layers: self.n_layers, n_G: self._count("G"),
-             n_loc: self._count("L"), w: self.sliding_window or 1, g_kv: self.kv_share}
+        f = _formulas()
+        v = {f.d_model: self.d_model, f.d_head: self.d_head, f.n_heads: self.n_heads,
+             f.n_kv: self.n_kv_heads, f.n_layers: self.n_layers, f.n_G: self._count("G"),
+             f.n_loc: self._count("L"), f.w: self.sliding_window or 1, f.g_kv: self.kv_share}
         if self.mla:
-            v |= {d_c: self.mla["kv_lora_rank"], d_cq: self.mla["q_lora_rank"],
-                  d_R: self.mla["rope_head_dim"]}
+            v |= {f.d_c: self.mla["kv_lora_rank"], f.d_cq: self.mla["q_lora_rank"],
+                  f.d_R: self.mla["rope_head_dim"]}
         return v
 
     @cached_property
     def attention_params_per_layer(self) -> float:
         """One attention layer with its own KV projections."""
-        return float(ATTENTION_PARAMS[self.attention].subs(self._values()))
+        return float(_formulas().ATTENTION_PARAMS[self.attention].subs(self._values()))
 
     @cached_property
     def _attention_params(self) -> float:
+        f = _formulas()
         shared = self.n_attention_layers - self.n_attention_layers // self.kv_share
-        positions = float(RELATIVE_POSITION_PARAMS.subs(self._values())) if self.relative_positions else 0.0
+        positions = float(f.RELATIVE_POSITION_PARAMS.subs(self._values())) if self.relative_positions else 0.0
         return (self.n_attention_layers * (self.attention_params_per_layer + positions)
-                - shared * float(KV_PROJECTION_PARAMS.subs(self._values())))
+                - shared * float(f.KV_PROJECTION_PARAMS.subs(self._values())))
 
     @cached_property
     def _ssm_params(self) -> float:
         if not self.ssm:
             return 0.0
-        s = self.ssm
-        per_layer = SSM_PARAMS.subs({d_inner: s["expand"] * self.d_model, d_model: self.d_model,
-                                     d_conv: s["d_conv"], r_dt: s["dt_rank"], d_state: s["d_state"]})
+        s, f = self.ssm, _formulas()
+        per_layer = f.SSM_PARAMS.subs({f.d_inner: s["expand"] * self.d_model, f.d_model: self.d_model,
+                                       f.d_conv: s["d_conv"], f.r_dt: s["dt_rank"], f.d_state: s["d_state"]})
         return self._count("S") * float(per_layer)
 
     @cached_property
     def embedding_params(self) -> float:
         tables = 1 if self.tied_embeddings else 2
-        return tables * float(EMBEDDING_PARAMS.subs({n_vocab: self.vocab, d_model: self.d_model}))
+        f = _formulas()
+        return tables * float(f.EMBEDDING_PARAMS.subs({f.n_vocab: self.vocab, f.d_model: self.d_model}))
 
     def _ffn_params(self, active: bool) -> float:
         if not self.moe:
@@ -317,17 +237,20 @@ class Model:
 
     @cached_property
     def _kv_long(self):
-        return sp.lambdify(b_el, KV_BYTES_LONG[self.attention].subs(self._values()))
+        f = _formulas()
+        return f.sp.lambdify(f.b_el, f.KV_BYTES_LONG[self.attention].subs(self._values()))
 
     @cached_property
     def _kv_context(self):
-        expr = KV_BYTES_CONTEXT[self.attention].subs(self._values())
-        return sp.lambdify((L, b_el), expr, modules=[{"Min": np.minimum}, "numpy"])
+        f = _formulas()
+        expr = f.KV_BYTES_CONTEXT[self.attention].subs(self._values())
+        return f.sp.lambdify((f.L, f.b_el), expr, modules=[{"Min": np.minimum}, "numpy"])
 
     @cached_property
     def _kv_windowed(self):
-        expr = KV_BYTES_WINDOWED[self.attention].subs(self._values())
-        return sp.lambdify((L, b_el), expr, modules=[{"Min": np.minimum}, "numpy"])
+        f = _formulas()
+        expr = f.KV_BYTES_WINDOWED[self.attention].subs(self._values())
+        return f.sp.lambdify((f.L, f.b_el), expr, modules=[{"Min": np.minimum}, "numpy"])
 
     # --- FLOPs ------------------------------------------------------------------------------
     @property
@@ -343,14 +266,15 @@ class Model:
 
     @cached_property
     def _flops(self):
-        expr = FORWARD_FLOPS_PER_TOKEN[self.attention].subs(
-            self._values() | {N_act: self.active_params, N_emb: self.input_embedding_params})
-        return sp.lambdify(L, expr, modules=[{"Min": np.minimum}, "numpy"])
+        f = _formulas()
+        expr = f.FORWARD_FLOPS_PER_TOKEN[self.attention].subs(
+            self._values() | {f.N_act: self.active_params, f.N_emb: self.input_embedding_params})
+        return f.sp.lambdify(f.L, expr, modules=[{"Min": np.minimum}, "numpy"])
 
     def attention_flops_per_cached_token(self, phase: str = "decode") -> float:
         """f_att: attention FLOPs each further cached token adds to one new token, all layers, once
         every sliding window is full, as ``phase``'s kernels run it (``ATTENTION_PHASE_FLOPS``)."""
-        return float(ATTENTION_LONG[_phase(phase)][self.attention].subs(self._values()))
+        return float(_formulas().ATTENTION_LONG[_phase(phase)][self.attention].subs(self._values()))
 
     def attention_flops_windowed(self, context, phase: str = "decode"):
         """Attention FLOPs of one new token in the sliding-window layers at ``context``."""
@@ -360,9 +284,10 @@ class Model:
 
     @cached_property
     def _attn_windowed(self) -> dict:
-        return {phase: sp.lambdify(L, by_kind[self.attention].subs(self._values()),
-                                   modules=[{"Min": np.minimum}, "numpy"])
-                for phase, by_kind in ATTENTION_WINDOWED.items()}
+        f = _formulas()
+        return {phase: f.sp.lambdify(f.L, by_kind[self.attention].subs(self._values()),
+                                     modules=[{"Min": np.minimum}, "numpy"])
+                for phase, by_kind in f.ATTENTION_WINDOWED.items()}
 
     def training_flops(self, tokens: float | None = None) -> float:
         """6 N_act D, with D the reported training tokens unless ``tokens`` is given."""
@@ -370,10 +295,12 @@ class Model:
         if tokens is None:
             raise ChalkError(f"tokens: {self.display} has no reported training tokens; pass tokens=")
         positive("tokens", tokens)
-        return float(TRAINING_FLOPS.subs({N_act: self.active_params, D: tokens}))
+        f = _formulas()
+        return float(f.TRAINING_FLOPS.subs({f.N_act: self.active_params, f.D: tokens}))
 
 
-_ATTENTION_KINDS = tuple(ATTENTION_PARAMS)
+_ATTENTION_KINDS = ("gqa", "mla", "mha", "mqa")
+"""The attention kinds ``ATTENTION_PARAMS`` and the other per-kind formulas are written for."""
 CHECKPOINT_GROUPS = ("embeddings", "attention", "ffn")
 """Tensor groups a mixed-precision checkpoint may store in different formats."""
 

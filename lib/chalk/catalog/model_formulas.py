@@ -1,0 +1,107 @@
+"""A model's parameters, KV-cache bytes and FLOPs as SymPy expressions of its shape (per layer
+unless stated).
+
+``chalk.models`` evaluates them for catalog entries and re-exports every name here
+(``models.KV_BYTES_LONG``); it imports this module on first use, so reading the catalog (``python -m
+chalk list``, the argument parser) does not load SymPy.
+"""
+import sympy as sp
+
+from ..notation import (D, L, N_act, N_emb, b_el, d_c, d_conv, d_cq, d_ff, d_head, d_inner, d_model,
+                       d_R, d_state, g_kv, n_G, n_heads, n_kv, n_layers, n_loc, n_vocab, r_dt, w)
+
+# --- formulas (per layer unless stated) -------------------------------------------------------
+ATTENTION_PARAMS = {
+    # W_q and W_o span all query heads, W_k and W_v only the KV heads.
+    "gqa": 2 * d_model * d_head * (n_heads + n_kv),
+    # DeepSeek-V2/V3 multi-head latent attention: down-projections to the latents d_c' (query)
+    # and d_c + d_R (key/value, cached), up-projections per head, then the output projection.
+    "mla": (d_model * d_cq + d_cq * n_heads * (d_head + d_R) + d_model * (d_c + d_R)
+            + d_c * n_heads * 2 * d_head + n_heads * d_head * d_model),
+}
+ATTENTION_PARAMS["mha"] = ATTENTION_PARAMS["mqa"] = ATTENTION_PARAMS["gqa"]
+
+RELATIVE_POSITION_PARAMS = d_model * n_heads * d_head
+"""Transformer-XL relative position encodings (Dai et al. 2019, used by Gopher and Chinchilla):
+each layer projects the sinusoidal position embeddings to keys with its own W_R."""
+
+KV_PROJECTION_PARAMS = 2 * d_model * d_head * n_kv
+"""W_k and W_v of one layer: the part a layer that reuses another layer's KV cache does without."""
+
+n_mat = sp.Symbol(r"n_\text{mat}", positive=True)
+FFN_PARAMS = n_mat * d_model * d_ff
+"""One feed-forward block (or one expert): n_mat = 3 for gated (SwiGLU), 2 otherwise."""
+
+EMBEDDING_PARAMS = n_vocab * d_model
+"""One embedding table; an untied model has two (input and output)."""
+
+SSM_PARAMS = d_inner * (3 * d_model + d_conv + 2 * r_dt + 3 * d_state)
+"""One Mamba-1 mixer (Gu and Dao 2023): input projection to 2 d_inner (x and gate), depthwise
+convolution, x-projection to the step rank and B, C, step projection back to d_inner, the state
+matrix A (d_inner x d_state) and the output projection."""
+
+KV_WIDTH = {
+    # Keys and values for every KV head.
+    "gqa": 2 * n_kv * d_head,
+    # MLA caches one latent of width d_c plus the shared RoPE key of width d_R.
+    "mla": d_c + d_R,
+}
+KV_WIDTH["mha"] = KV_WIDTH["mqa"] = KV_WIDTH["gqa"]
+"""Cached elements per token per attention layer that keeps its own cache."""
+
+KV_BYTES_PER_TOKEN = {kind: n_layers * width * b_el for kind, width in KV_WIDTH.items()}
+"""b_kv of a model whose every layer has full attention and its own cache."""
+
+KV_BYTES_LONG = {kind: n_G * width * b_el / g_kv for kind, width in KV_WIDTH.items()}
+"""b_kv in general: bytes each further token adds once every sliding window is full. Local
+(windowed) layers and state-space layers add nothing per token at long context."""
+
+KV_BYTES_WINDOWED = {kind: n_loc * sp.Min(L, w) * width * b_el / g_kv for kind, width in KV_WIDTH.items()}
+"""KV-cache bytes the sliding-window layers hold for one sequence of L tokens: min(L, w) each."""
+
+KV_BYTES_CONTEXT = {kind: L * KV_BYTES_LONG[kind] + KV_BYTES_WINDOWED[kind] for kind in KV_WIDTH}
+"""KV-cache bytes of one sequence of L tokens: global layers hold L tokens, local ones min(L, w)."""
+
+ATTENTION_FLOPS = {
+    # Scores q.k over d_head and the weighted sum of values over d_head, 2 FLOPs per multiply-add.
+    "gqa": 2 * n_heads * (d_head + d_head),
+    # MLA computed naively: query-key width d_head + d_R, value width d_head.
+    "mla": 2 * n_heads * (d_head + d_R + d_head),
+}
+ATTENTION_FLOPS["mha"] = ATTENTION_FLOPS["mqa"] = ATTENTION_FLOPS["gqa"]
+"""FLOPs per attended token per attention layer, for one new query token."""
+
+ATTENTION_DECODE_FLOPS = dict(ATTENTION_FLOPS)
+# MLA in decode runs with the up-projections absorbed into the query and the output (DeepSeek-V2
+# §2.1.2, FlashMLA): every head scores against the cached latent and RoPE key (d_c + d_R) and sums
+# the latents (d_c), so the work per cached token grows with n_heads d_c, not with the cache's size.
+ATTENTION_DECODE_FLOPS["mla"] = 2 * n_heads * (2 * d_c + d_R)
+"""FLOPs per cached token per attention layer for one new token in decode, as serving kernels run it.
+Windowed layers attend to min(L, w) tokens; layers that share another layer's KV cache still
+attend to it, so sharing saves bytes, not FLOPs."""
+
+ATTENTION_PHASE_FLOPS = {"decode": ATTENTION_DECODE_FLOPS, "prefill": ATTENTION_FLOPS}
+"""FLOPs per (query token, cached token) pair per attention layer, as each phase's kernels run it.
+Prefill runs MLA in its multi-head form (vLLM's MLA backend and DeepSeek's own kernels decompress the
+latents into per-head keys and values once per token, then attend as MHA: d_head + d_R for the
+scores, d_head for the values); decode runs the absorbed form. The two agree for MHA/GQA/MQA."""
+
+ATTENTION_LONG = {phase: {kind: n_G * per_layer for kind, per_layer in flops.items()}
+                  for phase, flops in ATTENTION_PHASE_FLOPS.items()}
+"""f_att at long context: FLOPs each further cached token adds to one new token, all layers."""
+ATTENTION_WINDOWED = {phase: {kind: n_loc * sp.Min(L, w) * per_layer for kind, per_layer in flops.items()}
+                      for phase, flops in ATTENTION_PHASE_FLOPS.items()}
+"""Attention FLOPs of one new token in the sliding-window layers, at context L."""
+ATTENTION_DECODE_LONG = ATTENTION_LONG["decode"]
+ATTENTION_DECODE_WINDOWED = ATTENTION_WINDOWED["decode"]
+
+FORWARD_FLOPS_PER_TOKEN = {
+    kind: 2 * (N_act - N_emb) + per_token * (n_G * L + n_loc * sp.Min(L, w))
+    for kind, per_token in ATTENTION_FLOPS.items()}
+"""Forward FLOPs for one new token with L tokens before it: 2 per active weight in a matmul (the
+input embedding is a lookup) plus attention over the cached tokens. Averaged over the positions of
+a causal sequence of length L the attention term halves, which is Kaplan et al. (2020)'s
+C_forward = 2N + 2 n_layer n_ctx d_attn."""
+
+TRAINING_FLOPS = 6 * N_act * D
+"""Training compute: forward (2) plus backward (4) FLOPs per active weight per token."""
