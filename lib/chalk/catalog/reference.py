@@ -2,7 +2,9 @@
 notation module and the data."""
 from collections.abc import Mapping
 
-from .. import catalog, moe, notation
+from .. import catalog
+# chalk.moe and chalk.notation build on SymPy: the tables that need them import them, so that
+# `python -m chalk --help` and the other sets of `list` start without it.
 from . import hardware, layouts, memory_data, models, prices, systems, tiers
 
 
@@ -27,6 +29,7 @@ def _source(entry) -> str:
 
 
 def notation_table() -> str:
+    from .. import notation
     return _table(["symbol", "meaning", "unit"],
                   [[f"${notation.latex(e.symbol)}$", e.meaning, e.unit] for e in notation.TABLE])
 
@@ -203,6 +206,7 @@ def scaling_fits_table() -> str:
 
 # --- Chapters 2 and 3: deployments, layouts, scale-up domains, measured links ------------------
 def expert_placement_table() -> str:
+    from .. import moe
     quoted = catalog.load("quoted.toml")
     rows = [[f"`{d.name}`", f"{d.chips:,}", f"{d.nodes:,}", f"{d.redundant:,}", f"{d.printed_experts_per_chip}",
              f"{d.experts_per_chip}", _source(quoted[f"deployment-{d.name}"])] for d in moe.deployments()]
@@ -248,6 +252,7 @@ def training_figures_table() -> str:
 
 def domains_table() -> str:
     """NVIDIA's scale-up domains by generation (``chalk.moe.domain_growth``)."""
+    from .. import moe
     by_display = {s.display: s for s in systems.catalog_systems().values()}
     rows = [[d.name, d.status, f"{d.packages:,}", f"{d.dies_per_package}", f"{d.dies:,}", f"{d.hbm / 1e12:,.3g}",
              f"{d.max_total_params('fp8') / 1e12:,.3g}", _source(by_display.get(d.name, moe.ROADMAP))]
