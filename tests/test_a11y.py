@@ -309,6 +309,9 @@ def test_flashcards_work_from_the_keyboard(built_site, chromium_browser):
     assert page.evaluate("document.activeElement.dataset.mark") == "again"
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.dataset.mark") == "known"
+    page.keyboard.press("Tab")  # then the section that explains the card
+    assert page.evaluate("document.activeElement.closest('.chalk-read') !== null"), "the card's reading is not reachable"
+    page.keyboard.press("Shift+Tab")
     page.keyboard.press("Enter")
     assert "known" in first.get_attribute("class").split() and "flipped" not in first.get_attribute("class")
     assert first.evaluate("el => el === document.activeElement"), "focus did not return to the marked card"

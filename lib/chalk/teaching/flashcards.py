@@ -429,14 +429,15 @@ def _face(card: Card, side: str) -> str:
 
 def _card_element(card: Card) -> str:
     tags = " ".join(f'<span class="chalk-tag">{html.escape(t)}</span>' for t in card.tags)
-    # The section link and the mark buttons sit beside the card, not in it: a control inside a
-    # role="button" is not reachable. Both show once the card is turned.
+    # The mark buttons and the section link sit beside the card, not in it: a control inside a
+    # role="button" is not reachable. Both show once the card is turned; the marks come first, so
+    # from a turned card Tab reaches "again" and "known" before the reading.
     return (f'<div class="chalk-slot"><div class="chalk-card" id="card-{card.id}" data-card-id="{card.id}" '
             f'tabindex="0" role="button" aria-pressed="false">{_face(card, "front")}{_face(card, "back")}'
             f'<div class="chalk-tags">{tags}<span class="chalk-state"></span></div></div>'
-            f'{section_html(card, card.section_url)}'
             f'<div class="chalk-marks"><button type="button" data-mark="again">again</button>'
-            f'<button type="button" data-mark="known">known</button></div></div>')
+            f'<button type="button" data-mark="known">known</button></div>'
+            f'{section_html(card, card.section_url)}</div>')
 
 
 def deck_html(decks) -> str:
