@@ -2,7 +2,9 @@
 
 A chapter is a name ``NN_topic`` (``"01_batching"``) shared by its files:
 
-* ``notebooks/NN_topic.ipynb``, the chapter; ``exercises/NN_topic.ipynb``, its problem set;
+* ``notebooks/NN_topic.ipynb``, the chapter; ``notebooks/NN_topic-deeper.ipynb``, its "Going
+  deeper" page (the reconciliations, simulations and sensitivity studies the main line links to);
+  ``exercises/NN_topic.ipynb``, its problem set;
 * ``exercises/flashcards/NN_topic.yml``, its deck;
 * ``chalk.teaching.problems.chNN_topic``, its answer key; ``chalk.teaching.cards.chNN_topic``, the
   numbers and figures of its cards.
@@ -60,6 +62,11 @@ class Chapter:
         return self.root / "notebooks" / f"{self.name}.ipynb"
 
     @property
+    def deeper(self) -> Path:
+        """The chapter's "Going deeper" page; the hyphen keeps it out of the chapter names."""
+        return self.root / "notebooks" / f"{self.name}-deeper.ipynb"
+
+    @property
     def problem_set(self) -> Path:
         return self.root / "exercises" / f"{self.name}.ipynb"
 
@@ -84,7 +91,8 @@ class Chapter:
     def url(self, page: str = "chapter", anchor: str = "") -> str:
         """The site address of one of the chapter's pages, from a page one folder deep (as every
         chapter, problem set and book page is)."""
-        path = {"chapter": f"../notebooks/{self.name}.html", "problems": f"../exercises/{self.name}.html",
+        path = {"chapter": f"../notebooks/{self.name}.html", "deeper": f"../notebooks/{self.name}-deeper.html",
+                "problems": f"../exercises/{self.name}.html",
                 "cards": f"../book/flashcards.html#deck-{self.name}"}
         return lookup("page", page, path, param="page") + (f"#{anchor}" if anchor else "")
 
@@ -97,13 +105,47 @@ def chapters(root: Path = ROOT) -> list[Chapter]:
 
 
 def links(chapter: str, root: Path = ROOT) -> str:
-    """HTML for the foot of a chapter: "Problem set · Flashcards", each shown only if it exists.
+    """HTML for the foot of a chapter: "Going deeper · Problem set · Flashcards", each shown only if
+    it exists.
 
     Call it in a code cell of the chapter notebook (``HTML(links("01_batching"))``); the
     addresses are the website's.
     """
     ch = lookup("chapter", chapter, {c.name: c for c in chapters(root)}, param="chapter")
-    items = [(ch.url("problems"), "Problem set")] if ch.problem_set.exists() else []
+    items = [(ch.url("deeper"), "Going deeper")] if ch.deeper.exists() else []
+    items += [(ch.url("problems"), "Problem set")] if ch.problem_set.exists() else []
     items += [(ch.url("cards"), "Flashcards")] if ch.deck.exists() else []
     anchors = " · ".join(f'<a href="{html.escape(href)}">{text}</a>' for href, text in items)
     return f'<p class="chalk-links"><strong>Chapter {ch.number}:</strong> {anchors}</p>' if items else ""
+
+
+_TABLE_ROW = re.compile(r"^\s*\|")
+_DIRECTIVE_OPTION = re.compile(r"^\s*:\w[\w-]*:")
+_ROLE = re.compile(r"\{\w+\}`[^`]*`")
+
+
+def prose_words(notebook: Path) -> int:
+    """The words a reader reads in a notebook's Markdown: fenced code, display math, table rows and
+    directive options are left out; an ``{eval}`` number or any other role counts as one word."""
+    words = 0
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        if cell.cell_type != "markdown":
+            continue
+        skip = None  # the fence or "$$" that opened the block being skipped
+        for line in cell.source.splitlines():
+            stripped = line.strip()
+            if skip:
+                if stripped.startswith(skip):
+                    skip = None
+                continue
+            if m := re.match(r"`{3,}|~{3,}", stripped):  # the course writes directives with colons
+                skip = m.group(0)
+                continue
+            if stripped.startswith("$$"):
+                if not (len(stripped) > 2 and stripped.endswith("$$")):
+                    skip = "$$"
+                continue
+            if _TABLE_ROW.match(line) or _DIRECTIVE_OPTION.match(line) or re.match(r"^\s*(:::|```)", line):
+                continue
+            words += len(_ROLE.sub("N", line).split())
+    return words

@@ -53,7 +53,8 @@ def default_site() -> str:
 
 def section_link(card: Card, site: str) -> str:
     """The card's section on the site at ``site``, as an absolute address."""
-    return f"{site.rstrip('/')}/notebooks/{card.chapter}.html" + (f"#{card.section}" if card.section else "")
+    page = card.chapter + ("-deeper" if card.page == "deeper" else "")
+    return f"{site.rstrip('/')}/notebooks/{page}.html" + (f"#{card.section}" if card.section else "")
 
 
 def back_html(card: Card, site: str) -> str:

@@ -125,11 +125,13 @@ class Card:
     """The anchor of the chapter notebook's heading that explains the card."""
     section_title: str = ""
     """That heading's text (Markdown, may hold $...$ math)."""
+    page: str = "chapter"
+    """Which of the chapter's pages holds the section: ``"chapter"`` or ``"deeper"``."""
 
     @property
     def section_url(self) -> str:
         """The section's address on the site, from a page one folder deep (the flashcards page)."""
-        return Chapter(self.chapter).url("chapter", self.section)
+        return Chapter(self.chapter).url(self.page, self.section)
 
 
 @dataclass(frozen=True)
@@ -174,17 +176,20 @@ def chapter_sections(notebook: Path) -> dict[str, str]:
     return sections
 
 
-def _section(where: str, entry: dict, chapter: str) -> tuple[str, str]:
-    """(anchor, heading) of the card's section, checked against its chapter notebook if written."""
+def _section(where: str, entry: dict, chapter: str) -> tuple[str, str, str]:
+    """(anchor, heading, page) of the card's section, checked against the chapter notebook and its
+    "Going deeper" page, once written; the chapter's own heading wins where both have one."""
     anchor = _text(where, entry, "section")
-    notebook = Chapter(chapter).notebook
-    if not notebook.is_file():
-        return anchor, ""
-    sections = chapter_sections(notebook)
-    if anchor not in sections:
-        raise DeckError(f"{where}: section {anchor!r} is no heading of {notebook.name}; its headings' "
-                        f"anchors: {', '.join(sections)}")
-    return anchor, sections[anchor]
+    ch = Chapter(chapter)
+    if not ch.notebook.is_file():
+        return anchor, "", "chapter"
+    pages = {"chapter": ch.notebook, "deeper": ch.deeper}
+    found = {page: chapter_sections(nb) for page, nb in pages.items() if nb.is_file()}
+    for page, sections in found.items():
+        if anchor in sections:
+            return anchor, sections[anchor], page
+    raise DeckError(f"{where}: section {anchor!r} is no heading of {' or '.join(pages[p].name for p in found)}; "
+                    f"their headings' anchors: {', '.join(a for s in found.values() for a in s)}")
 
 
 def _text(where: str, entry: dict, key: str) -> str:
@@ -211,9 +216,9 @@ def _card(where: str, i: int, entry, chapter: str) -> Card:
     if figure is not None and figure not in FIGURES:
         raise DeckError(f"{where}: unknown figure {figure!r}; known figures: {', '.join(sorted(FIGURES))}")
     front, back = fill(_text(where, entry, "front"), where), fill(_text(where, entry, "back"), where)
-    section, section_title = _section(where, entry, chapter)
+    section, section_title, page = _section(where, entry, chapter)
     return Card(id=card_id, front=front, back=back, tags=tuple(tags), chapter=chapter, figure=figure,
-                section=section, section_title=section_title)
+                section=section, section_title=section_title, page=page)
 
 
 def load_deck(path) -> Deck:
@@ -310,7 +315,8 @@ def section_html(card: Card, href: str | None = None) -> str:
     """"Read: Chapter N, <heading>", linking to ``href`` if given; nothing for a card without a section."""
     if not card.section:
         return ""
-    where = f"Chapter {int(card.chapter[:2])}, {_MARKDOWN.renderInline(card.section_title or card.section)}"
+    page = ", going deeper" if card.page == "deeper" else ""
+    where = f"Chapter {int(card.chapter[:2])}{page}, {_MARKDOWN.renderInline(card.section_title or card.section)}"
     if href is not None:
         where = f'<a href="{html.escape(href)}">{where}</a>'
     return f'<p class="chalk-read">Read: {where}</p>'
