@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from chalk import hardware, models, moe, roofline
+from chalk.errors import ChalkError
 
 V3 = models.get("deepseek-v3")
 # DeepSeek-V3 config.json (huggingface.co/deepseek-ai/DeepSeek-V3): 61 layers, 128 heads,
@@ -138,3 +139,50 @@ def test_phases_in_series_bound_the_overlapped_step_from_above():
     # series bound is just over one half.
     assert 0.5 < mfu_series < 0.53
     assert t["t_step"] < t["t_step_phases"]
+
+
+# GB200 datasheet (NVIDIA GB200 NVL72, per GPU): 5 PFLOP/s dense FP8, 2.5 PFLOP/s dense BF16, 8 TB/s.
+GB200_R_FP8 = 5e15 / 8e12
+
+
+@pytest.mark.parametrize("attention, cache, f_over_f_att, kv_bytes, issue_figure", [
+    ("bf16", "bf16", 2, V3_KV, 7_556),        # the chapter's default: FP8 weights, BF16 attention
+    ("fp8", "bf16", 1, V3_KV, 2_800),         # FP8 attention kernels (FlashAttention-3)
+    ("fp8", "fp8", 1, V3_KV / 2, 15_000),     # FlashMLA's FP8-cache decode
+])
+def test_fp8_attention_moves_deepseek_v3_balance_context_on_gb200(attention, cache, f_over_f_att, kv_bytes,
+                                                                  issue_figure):
+    # Issue #24, finding 3: L* = 2 N_act / (r b_kv - f_att F/F_att), FP8 weights on a GB200.
+    hand = 2 * V3.active_params / (GB200_R_FP8 * kv_bytes - V3_F_ATT * f_over_f_att)
+    got = roofline.balance_context_sensitivity("GB200", "deepseek-v3", "fp8")[(attention, cache)]
+    assert got == pytest.approx(hand, rel=1e-6)
+    assert got == pytest.approx(issue_figure, rel=0.02)
+    assert roofline.balance_context_for("GB200", "deepseek-v3", "fp8", 2 if cache == "bf16" else 1,
+                                        attention_dtype=attention) == got
+
+
+def test_bf16_attention_over_an_fp8_cache_has_no_balance_context_on_gb200():
+    # 2 f_att = 34 MFLOP against r b_kv = 625 x 35 kB = 22 MFLOP: attention outlasts the cache read.
+    assert 2 * V3_F_ATT > GB200_R_FP8 * V3_KV / 2
+    assert roofline.balance_context_sensitivity("GB200", "deepseek-v3", "fp8")[("bf16", "fp8")] == math.inf
+
+
+def test_sustained_clock_and_query_tokens_in_the_balance_context():
+    # H800 in BF16: 989.4 TFLOP/s nominal, 865 sustained (FlashMLA's write-up), 3.35 TB/s.
+    clock = 865 / 989.4
+    r_sustained = 865e12 / 3.35e12
+    hand = 2 * V3.active_params / (r_sustained * V3_KV - V3_F_ATT)
+    assert roofline.balance_context_for("H800", "deepseek-v3", clock=clock) == pytest.approx(hand, rel=1e-6)
+    # Two query tokens: 2 x f_att = 34 MFLOP against r b_kv = 295 x 70 kB = 20.8 MFLOP: no crossing.
+    assert roofline.balance_context_for("H800", "deepseek-v3", query_tokens=2) == math.inf
+    # Llama 3 70B on an H100 with two query tokens: 4 N_act / (r b_kv - 2 f_att).
+    m = models.get("llama-3-70b")
+    hand = 4 * m.active_params / (H100_R * m.kv_bytes_per_token(2) - 2 * m.attention_flops_per_cached_token())
+    assert roofline.balance_context_for("H100-SXM", m, query_tokens=2) == pytest.approx(hand, rel=1e-6)
+
+
+@pytest.mark.parametrize("kw", [dict(clock=0), dict(clock=1.5), dict(query_tokens=0), dict(query_tokens=1.5),
+                                dict(attention_dtype="fp64")])
+def test_balance_context_variants_refuse_bad_input(kw):
+    with pytest.raises(ChalkError):
+        roofline.balance_context_for("H800", "deepseek-v3", **kw)

@@ -301,10 +301,16 @@ class Replica:
             return math.inf
         return float(math.floor(free / float(self.kv_bytes(1, context))))
 
-    def balance_context(self) -> float:
+    def balance_context(self, clock: float = 1.0, query_tokens: int = 1) -> float:
         """L* in tokens at long context; ``inf`` when attention's FLOPs per cached token take at
-        least as long as its bytes (f_att / F_att >= b_kv / W), so that no context is KV-bound."""
+        least as long as its bytes (f_att / F_att >= b_kv / W), so that no context is KV-bound.
+
+        ``clock`` scales every peak FLOP rate (a sustained clock below the nominal one);
+        ``query_tokens`` is the tokens each sequence gets per step (speculative decoding verifies
+        several): their matmuls and attention repeat, the weight and cache reads do not."""
         n_act, _, _, kv, flops, bw, f, f_rate, *_ = self.params()
+        flops, f_rate = clock * flops, clock * f_rate
+        n_act, f = query_tokens * n_act, query_tokens * f
         if f / f_rate >= kv / bw:
             return math.inf
         return float(_balance_context().subs({N_act: n_act, r: flops / bw, b_kv: kv, W: bw,
@@ -415,9 +421,28 @@ def _balance_batch(rep: Replica, context) -> float:
     return float(_numeric()["balance_batch"](0, context, *rep.params(context)))
 
 
-def balance_context_for(chip, model, dtype="bf16", kv_bytes_per_element=2) -> float:
-    """L* = 2 N_act / (r b_kv - f_att F/F_att) in tokens; ``inf`` when there is none."""
-    return replica(chip, model, dtype, 1, kv_bytes_per_element).balance_context()
+def balance_context_for(chip, model, dtype="bf16", kv_bytes_per_element=2, *, attention_dtype=None,
+                        clock=1.0, query_tokens=1) -> float:
+    """L* = 2 N_act / (r b_kv - f_att F/F_att) in tokens; ``inf`` when there is none.
+
+    ``attention_dtype`` is the attention kernels' number format (``replica``: BF16 by default);
+    FP8 attention (FlashAttention-3, FlashMLA's FP8-cache decode) doubles F_att and so lowers L*.
+    ``clock`` (sustained over nominal FLOP rate, in (0, 1]) and ``query_tokens`` (tokens per
+    sequence per step, >= 1) are ``Replica.balance_context``'s."""
+    rep = replica(chip, model, dtype, 1, kv_bytes_per_element, attention_dtype)
+    in_range("clock", positive("clock", clock), 0, 1)
+    return rep.balance_context(clock, positive_int("query_tokens", query_tokens))
+
+
+def balance_context_sensitivity(chip, model, dtype="bf16") -> dict[tuple[str, str], float]:
+    """L* for each attention number format and KV-cache format the chip can run, keyed
+    (attention format, cache format): e.g. ("bf16", "fp8") is BF16 attention kernels over an FP8
+    cache. For latent attention r b_kv - f_att F/F_att subtracts two close numbers, so these
+    choices move L* by large factors (Chapter 1's deeper page, Chapter 4)."""
+    chip_ = hardware.get(chip) if isinstance(chip, str) else chip
+    formats = [d for d in ("bf16", "fp8") if d in chip_.dtypes]
+    return {(att, kv): balance_context_for(chip_, model, dtype, hardware.bytes_per_weight(kv), attention_dtype=att)
+            for att in formats for kv in ("bf16", "fp8")}
 
 
 def step_time(chip, model, batch, context, dtype="bf16", chips=1, kv_bytes_per_element=2,
