@@ -439,3 +439,59 @@ def test_sparse_design_bad_input(call, param):
     with pytest.raises(ChalkError) as info:
         call()
     assert str(info.value).startswith(param)
+
+
+# --- the GPUs that wait for a reload (issue #26, Chapter 6 finding 1) ---------------------------
+def test_reload_wait_hand_calculation_and_hbm_break_even():
+    # 8 H100s at $2/h wait while a cache comes back over the slower of the tier and their 8 x 50 GB/s
+    # NICs: host DDR5 (614.4 GB/s) through the NICs' 400 GB/s, one 3FS node at its own 40.3 GB/s.
+    gpus = 8 * 2.0 / 3600
+    held = {t.name: t for t in tiers.tiers_with_hbm("hgx-h100")}
+    assert pricing.reload_wait_usd_per_byte(held["ddr5-hgx-h100"], "hgx-h100") == pytest.approx(gpus / 400e9, rel=1e-9)
+    assert pricing.reload_wait_usd_per_byte(held["3fs-storage-node"], "hgx-h100") == pytest.approx(gpus / 40.3e9, rel=1e-9)
+    assert pricing.reload_wait_usd_per_byte(held["hbm-hgx-h100"], "hgx-h100") == 0.0
+    costs = pricing.hold_costs(60.0, "hgx-h100", wait=True)
+    rent = pricing.hold_costs(60.0, "hgx-h100")
+    assert costs["hdd-exos-x24"] - rent["hdd-exos-x24"] == pytest.approx(gpus / 0.285e9, rel=1e-9)
+    # HBM against host memory: rent alone gives ~6 ms, the wait ~1.6 s (the issue's figures).
+    p_hbm, d_hbm = gpus / (8 * H100_HBM), H100_HBM / H100_W
+    p_ddr, d_ddr = 10_000 / 1e12 / (5 * YEAR), 2e12 / 614.4e9
+    by_hand = (p_ddr * d_ddr + gpus / 400e9 - p_hbm * d_hbm) / (p_hbm - p_ddr)
+    _, switches = pricing.tier_envelope("hgx-h100", wait=True)
+    assert switches[0].slower.name == "ddr5-hgx-h100"
+    assert switches[0].hold_seconds == pytest.approx(by_hand, rel=1e-6)
+    assert 1.4 < by_hand < 1.8
+    assert pricing.tier_envelope("hgx-h100")[1][0].hold_seconds < 0.01
+
+
+def test_a_disk_reload_costs_more_than_recomputing():
+    # Llama 3.1 70B's BF16 cache (327,680 bytes per token) over one disk's 0.285 GB/s keeps 8 GPUs
+    # waiting; a 32,768-token prefill in FP8 at the roofline costs tens of times less.
+    rebuild = pricing.recompute_usd_per_byte("llama-3.1-70b", "hgx-h100", 32_768, "fp8")
+    disk = pricing.hold_costs(0.0, "hgx-h100", wait=True)["hdd-exos-x24"]
+    assert disk > 10 * rebuild
+    assert 8 * 2.0 / 3600 / 0.285e9 > 10 * rebuild
+    # so with the wait recomputing wins before the envelope reaches the disk, and far sooner than on rent alone
+    when = pricing.rematerialise_after("llama-3.1-70b", "hgx-h100", 32_768, "fp8", wait=True)
+    _, switches = pricing.tier_envelope("hgx-h100", wait=True)
+    assert when < next(s.hold_seconds for s in switches if s.slower.name == "hdd-exos-x24")
+    assert when < pricing.rematerialise_after("llama-3.1-70b", "hgx-h100", 32_768, "fp8") / 3
+    assert min(pricing.hold_costs(when, "hgx-h100", wait=True).values()) == pytest.approx(rebuild, rel=1e-9)
+
+
+@pytest.mark.parametrize("target", ["H100-SXM", "hgx-h100", "gb200-nvl72", "H800"])
+def test_tier_rule_with_the_wait_matches_exhaustive_comparison(target):
+    first, switches = pricing.tier_envelope(target, wait=True)
+    edges = [s.hold_seconds for s in switches]
+    for hold in np.logspace(-5, 9, 300):
+        if any(abs(hold - e) <= 1e-9 * e for e in edges):
+            continue
+        costs = pricing.hold_costs(hold, target, wait=True)
+        chosen = pricing.cheapest_tier(hold, target, wait=True).name
+        assert costs[chosen] == pytest.approx(min(costs.values()), rel=1e-12), (hold, chosen)
+
+
+def test_reload_wait_symbolic_form():
+    from chalk.notation import W_out, n_chips, p_chip
+    assert sp.simplify(pricing.hold_cost_waiting - pricing.hold_cost
+                       - n_chips * p_chip / (3600 * sp.Min(W, n_chips * W_out))) == 0

@@ -22,6 +22,14 @@ Reading prices backwards, each with its convention:
   envelope of these lines, and consecutive tiers trade places at break-even hold times, the
   cousin of Gray and Putzolu's five-minute rule. Recomputing the prefill instead costs the same
   at any T: past some hold time every tier loses to rematerialisation.
+* The GPUs that wait for a reload. Rent alone leaves out that the serving GPUs sit idle while a
+  cache held off them comes back: n_chips p_chip / W_reload per byte, where W_reload is the
+  slower of the tier's bandwidth and the GPUs' own links to it (their scale-out links, n_chips
+  W_out; PCIe to host memory is of the same order on HGX servers). The term adds to each slower
+  tier's intercept, not its slope, so the envelope stays a walk over lines (``wait=True`` in
+  ``hold_costs``, ``tier_envelope``, ``cheapest_tier`` and ``rematerialise_after``): HBM keeps
+  the cache for seconds instead of milliseconds, and a tier whose reload alone costs more than a
+  prefill (one hard disk) never wins.
 * Graph C like for like: output tokens are priced against decode's cost per token and input
   tokens against prefill's, each at the batch that fits beside the weights, and a two-tier price
   against the mean cost per token over the contexts each tier covers (``tier_costs``), since the
@@ -39,7 +47,8 @@ from .catalog import hardware, models, operators, prices, systems, tiers
 from .catalog.quoted import USD_PER_CHIP_HOUR
 from .errors import ChalkError, in_range, non_negative, positive, positive_int
 from .lazy import Lazy
-from .notation import C, F, F_att, L, L_star, N_act, T_hold, W, b_kv, b_w, eta_c, f_att, p_hold, p_in, p_out, r
+from .notation import (C, F, F_att, L, L_star, N_act, T_hold, W, W_out, b_kv, b_w, eta_c, f_att, n_chips, p_chip, p_hold,
+                       p_in, p_out, r)
 
 # Solved and lambdified forms are built on first use (``chalk.lazy``): `import chalk` imports this
 # module, and kv_bytes_from_step would otherwise build roofline's balance context at every import.
@@ -81,7 +90,15 @@ drain_time = C / W
 """Seconds to read a whole tier once."""
 
 hold_cost = p_hold * (T_hold + drain_time)
-"""Dollars per byte to hold a cache for T_hold in a tier and read it back once."""
+"""Dollars per byte to hold a cache for T_hold in a tier and read it back once (the tier's rent)."""
+
+reload_wait = n_chips * (p_chip / 3600) / sp.Min(W, n_chips * W_out)
+"""Dollars per byte of the GPUs that wait while a cache comes back from a tier: the replica's
+n_chips at p_chip per hour, for the byte's time over the slower of the tier's bandwidth W and the
+chips' links n_chips W_out."""
+
+hold_cost_waiting = hold_cost + reload_wait
+"""Dollars per byte to hold a cache off the GPUs and reload it once, the GPUs' wait included."""
 
 
 
@@ -101,6 +118,11 @@ tier_mismatch = sp.Abs(sp.log(drain_time / T_hold))
 @_derived
 def __hold_cost():
     return sp.lambdify((p_hold, T_hold, C, W), hold_cost, "numpy")
+
+
+@_derived
+def __reload_wait():
+    return sp.lambdify((n_chips, p_chip, W, W_out), reload_wait, "math")
 
 
 @_derived
@@ -692,12 +714,58 @@ def pass_times(model, target, ns, cached=0, batch=1, dtype="bf16", **kwargs) -> 
 
 
 # --- prompt caching: the tier rule ------------------------------------------------------------
+def reload_bandwidth(tier: tiers.Tier, target="H100-SXM") -> float:
+    """Bytes per second a cache comes back to ``target``'s GPUs from ``tier``: the slower of the
+    tier's own bandwidth and the GPUs' scale-out links; infinite for the GPUs' own HBM."""
+    hw = systems.system_or_chip(target, param="target")
+    if tier.name == tiers.hbm_tier(target).name:
+        return math.inf
+    return min(tier.bandwidth, hw.scale_out_bandwidth)
+
+
+def reload_wait_usd_per_byte(tier: tiers.Tier, target="H100-SXM", usd_per_chip_hour=USD_PER_CHIP_HOUR) -> float:
+    """Dollars per byte of ``target``'s GPUs waiting while a cache comes back from ``tier``
+    (``reload_wait``); 0 for their own HBM, which needs no reload."""
+    positive("usd_per_chip_hour", usd_per_chip_hour)
+    hw = systems.system_or_chip(target, param="target")
+    if not math.isfinite(reload_bandwidth(tier, target)):
+        return 0.0
+    chips = hw.count if isinstance(hw, systems.System) else 1
+    return float(__reload_wait()(chips, usd_per_chip_hour, tier.bandwidth, hw.scale_out_bandwidth / chips))
+
+
+@dataclass(frozen=True)
+class TierLine:
+    """One tier's cost per byte as a line in the hold time: ``slope`` T + ``intercept``."""
+    tier: tiers.Tier
+    slope: float
+    """the tier's rent, dollars per byte-second"""
+    intercept: float
+    """the read back: rent for the drain time, plus (with the wait) the GPUs' idle time"""
+
+    def at(self, hold_seconds):
+        return self.slope * hold_seconds + self.intercept
+
+
+def tier_lines(target="H100-SXM", usd_per_chip_hour=USD_PER_CHIP_HOUR, lifetime_years=tiers.LIFETIME_YEARS,
+               wait=False) -> list[TierLine]:
+    """Each tier beside ``target`` as a cost line; ``wait`` charges the GPUs that wait for the reload."""
+    held = tiers.tiers_with_hbm(target, usd_per_chip_hour, lifetime_years)
+    return [TierLine(t, t.usd_per_byte_second, t.usd_per_byte_second * t.drain_time
+                     + (reload_wait_usd_per_byte(t, target, usd_per_chip_hour) if wait else 0.0)) for t in held]
+
+
 def hold_costs(hold_seconds, target="H100-SXM", usd_per_chip_hour=USD_PER_CHIP_HOUR,
-               lifetime_years=tiers.LIFETIME_YEARS) -> dict[str, float]:
-    """Dollars per byte to hold a cache for ``hold_seconds`` in each tier of ``target`` and read it back once."""
+               lifetime_years=tiers.LIFETIME_YEARS, wait=False) -> dict[str, float]:
+    """Dollars per byte to hold a cache for ``hold_seconds`` in each tier of ``target`` and read it
+    back once: the tier's rent, and with ``wait`` the GPUs idle while it comes back."""
     non_negative("hold_seconds", hold_seconds)
-    return {t.name: float(__hold_cost()(t.usd_per_byte_second, hold_seconds, t.capacity, t.bandwidth))
+    rent = {t.name: float(__hold_cost()(t.usd_per_byte_second, hold_seconds, t.capacity, t.bandwidth))
             for t in tiers.tiers_with_hbm(target, usd_per_chip_hour, lifetime_years)}
+    if not wait:
+        return rent
+    return {line.tier.name: rent[line.tier.name] + reload_wait_usd_per_byte(line.tier, target, usd_per_chip_hour)
+            for line in tier_lines(target, usd_per_chip_hour, lifetime_years)}
 
 
 @dataclass(frozen=True)
@@ -708,37 +776,36 @@ class Switch:
     hold_seconds: float
 
 
-def _break_even(a: tiers.Tier, b: tiers.Tier) -> float:
-    """Hold time where a and b cost the same (``break_even_hold``); inf if they never do."""
-    if a.usd_per_byte_second == b.usd_per_byte_second:
+def _break_even(a: TierLine, b: TierLine) -> float:
+    """Hold time where lines a and b cost the same (``break_even_hold`` for rent alone); inf if they never do."""
+    if a.slope == b.slope:
         return math.inf
-    t = ((b.usd_per_byte_second * b.drain_time - a.usd_per_byte_second * a.drain_time)
-         / (a.usd_per_byte_second - b.usd_per_byte_second))
+    t = (b.intercept - a.intercept) / (a.slope - b.slope)
     return t if t > 0 else math.inf
 
 
 def tier_envelope(target="H100-SXM", usd_per_chip_hour=USD_PER_CHIP_HOUR,
-                  lifetime_years=tiers.LIFETIME_YEARS) -> tuple[tiers.Tier, list[Switch]]:
+                  lifetime_years=tiers.LIFETIME_YEARS, wait=False) -> tuple[tiers.Tier, list[Switch]]:
     """The rule: the cheapest tier at T = 0 and the break-even hold times at which cheaper-to-hold
     tiers take over, in order. Each step moves to the tier whose line crosses the current one first."""
-    held = tiers.tiers_with_hbm(target, usd_per_chip_hour, lifetime_years)
-    first = current = min(held, key=lambda t: (t.usd_per_byte_second * t.drain_time, t.usd_per_byte_second))
+    lines = tier_lines(target, usd_per_chip_hour, lifetime_years, wait)
+    first = current = min(lines, key=lambda x: (x.intercept, x.slope))
     switches, now = [], 0.0
     while True:
-        later = [(_break_even(current, t), t) for t in held if t.usd_per_byte_second < current.usd_per_byte_second]
-        later = [(when, t) for when, t in later if now <= when < math.inf]
+        later = [(_break_even(current, x), x) for x in lines if x.slope < current.slope]
+        later = [(when, x) for when, x in later if now <= when < math.inf]
         if not later:
-            return first, switches
-        when, nxt = min(later, key=lambda x: (x[0], x[1].usd_per_byte_second))
-        switches.append(Switch(current, nxt, when))
+            return first.tier, switches
+        when, nxt = min(later, key=lambda x: (x[0], x[1].slope))
+        switches.append(Switch(current.tier, nxt.tier, when))
         current, now = nxt, when
 
 
 def cheapest_tier(hold_seconds, target="H100-SXM", usd_per_chip_hour=USD_PER_CHIP_HOUR,
-                  lifetime_years=tiers.LIFETIME_YEARS) -> tiers.Tier:
+                  lifetime_years=tiers.LIFETIME_YEARS, wait=False) -> tiers.Tier:
     """The tier the break-even rule picks for a cache held ``hold_seconds``."""
     non_negative("hold_seconds", hold_seconds)
-    first, switches = tier_envelope(target, usd_per_chip_hour, lifetime_years)
+    first, switches = tier_envelope(target, usd_per_chip_hour, lifetime_years, wait)
     chosen = first
     for s in switches:
         if hold_seconds >= s.hold_seconds:
@@ -768,15 +835,18 @@ def recompute_usd_per_byte(model, target, prompt, dtype="bf16", usd_per_chip_hou
 
 
 def rematerialise_after(model, target, prompt, dtype="bf16", usd_per_chip_hour=USD_PER_CHIP_HOUR,
-                        lifetime_years=tiers.LIFETIME_YEARS) -> float:
+                        lifetime_years=tiers.LIFETIME_YEARS, wait=False) -> float:
     """Hold time beyond which recomputing the prefill costs less than holding the cache in the
-    tier the rule picks: where the envelope of hold costs reaches the cost of a rebuild."""
+    tier the rule picks: where the envelope of hold costs reaches the cost of a rebuild (0 if a
+    reload alone costs more)."""
     rebuild = recompute_usd_per_byte(model, target, prompt, dtype, usd_per_chip_hour)
-    first, switches = tier_envelope(target, usd_per_chip_hour, lifetime_years)
+    lines = {x.tier.name: x for x in tier_lines(target, usd_per_chip_hour, lifetime_years, wait)}
+    first, switches = tier_envelope(target, usd_per_chip_hour, lifetime_years, wait)
     segments = [(first, 0.0)] + [(s.slower, s.hold_seconds) for s in switches]
     ends = [start for _, start in segments[1:]] + [math.inf]
     for (tier, start), end in zip(segments, ends):
-        when = rebuild / tier.usd_per_byte_second - tier.drain_time  # p_hold (T + C/W) = rebuild
+        line = lines[tier.name]
+        when = (rebuild - line.intercept) / line.slope  # slope T + intercept = rebuild
         if when < end:
             return max(start, when)
     raise AssertionError("the last tier's cost grows without bound")
