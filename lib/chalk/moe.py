@@ -91,6 +91,13 @@ domain that needs none (the sender in its own domain, the chip the network deliv
 others), which is reached with the same probability as the rest. Averaged over chips, the copies a
 chip forwards for other domains' tokens count as its own."""
 
+crossover_rho_expr = chips_reached_expr * (1 - 1 / S) / (domains_reached_expr * (1 - S / E))
+"""The ratio rho = W_up/W_out above which the scale-out link sets the pace of the deduplicated
+all-to-all over E/S domains: its scale-up bytes over its scale-out bytes (about the chips a token
+reaches, near k, per domain it crosses to). Below it a second domain costs these kernels nothing in
+bandwidth; sending every choice on its own, half the bytes cross two domains, and any rho above
+about 1 taxes the layer."""
+
 t_up_expr = scale_up_bytes / (eta_link * W_up)
 """Seconds to send the flat scale-up bytes at a share eta_link of the per-direction rate."""
 t_out_expr = scale_out_bytes / (eta_link * W_out)
@@ -195,7 +202,7 @@ def _numeric():
         "scale_out_bytes_dedup": scale_out_bytes_dedup, "chips_reached": chips_reached_expr,
         "domains_reached": domains_reached_expr, "t_up": t_up_expr, "t_out": t_out_expr,
         "t_up_dedup": t_up_dedup_expr, "t_out_dedup": t_out_dedup_expr,
-        "compute_bound_tokens": _compute_bound_tokens()}.items()}
+        "compute_bound_tokens": _compute_bound_tokens(), "crossover_rho": crossover_rho_expr}.items()}
 
 
 @_derived
@@ -611,6 +618,44 @@ def compute_bound_step(model, system, dtype="bf16", chips=None, redundant=0) -> 
     chips = _chips(sys_, chips)
     args = _values(model, chips, redundant=_redundant(redundant), dtype=dtype, chip=sys_.chip)
     return float(_numeric()["compute_bound_tokens"](*args))
+
+
+def decode_moe_time(model, system, tokens_per_chip, dtype="bf16", domains=1, chips=None, micro_batches=2,
+                    links="nominal", bytes_per_element=2) -> float:
+    """Seconds the MoE layers of one decode step take when ``chips`` chips of each of ``domains``
+    copies of ``system`` hold the experts, each chip carrying ``tokens_per_chip`` tokens in each of
+    ``micro_batches`` micro-batches, every expert choice sent on its own (decode kernels); attention
+    and the dense layers left out.
+
+    One micro-batch takes each layer's all-to-all and expert work in series. With two or more in
+    flight, one's all-to-all overlaps another's expert work, the links and the experts each serving
+    the micro-batches in turn: a layer takes ``micro_batches`` times the longer of the two, each
+    micro-batch reading the expert weights again. The difference between ``domains=2`` and 1 is what
+    a second domain adds to a decode step."""
+    model = _moe_model(model)
+    sys_ = _system(system)
+    chips = _chips(sys_, chips)
+    domains = positive_int("domains", domains)
+    micro = positive_int("micro_batches", micro_batches)
+    positive("tokens_per_chip", tokens_per_chip)
+    t = layer_times(model, sys_, tokens_per_chip * chips * domains, dtype, domains=domains, chips=chips,
+                    bytes_per_element=bytes_per_element, links=links)
+    per_layer = t.communication + t.work if micro == 1 else micro * max(t.communication, t.work)
+    return model.n_moe_layers * per_layer
+
+
+def crossover_ratio(model, chips, domain, max_domains=None) -> float:
+    """``crossover_rho_expr``: the scale-up over scale-out ratio above which the network sets the
+    pace of the deduplicated all-to-all (prefill and training kernels) when ``model``'s experts span
+    ``chips`` chips in domains of ``domain``, a token's experts lying in at most ``max_domains``
+    domains (unlimited by default)."""
+    model = _moe_model(model)
+    chips, domain = positive_int("chips", chips), positive_int("domain", domain)
+    if chips % domain or chips == domain:
+        raise ChalkError(f"domain must divide chips ({chips}) into two or more domains, got {domain}")
+    if max_domains is not None:
+        positive_int("max_domains", max_domains)
+    return float(_numeric()["crossover_rho"](*_values(model, chips, domain=domain, max_domains=max_domains)))
 
 
 # --- routing and load balance -------------------------------------------------------------------
