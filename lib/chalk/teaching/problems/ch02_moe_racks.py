@@ -9,8 +9,9 @@ explorer.
 Four items ask the chapter's judgement in decode, where the batch decides: whether one
 micro-batch's all-to-all hides behind the other's expert work (``hides_kimi_decode``), what would
 make it hide (``what_hides_kimi``), up to what batch it hides (``hide_tokens_qwen``) and what a
-second rack adds to a decode step (``second_rack_ms``); and one asks it in prefill
-(``prefill_hides_qwen``). Their keys come from ``moe.layer_times``;
+second rack adds to a decode step (``second_rack_ms``, ``moe.decode_moe_time`` as the chapter
+computes it); and one asks it in prefill (``prefill_hides_qwen``). Their keys come from
+``moe.layer_times``;
 two micro-batches overlapped take, per MoE layer, twice the longer of one micro-batch's all-to-all
 and its expert work (the links and the experts each serve both in turn).
 """
@@ -155,7 +156,12 @@ def _second_rack_ms(span="overlapped", micro_batches=None, layers=None, **overri
     """Milliseconds a second rack adds to a decode step of ``RACK2``: per MoE layer and micro-batch,
     the overlapped span max(all-to-all, expert work) on two racks less that on one. Wrong answers
     add the layers in series, add the whole two-rack all-to-all, or change the counts."""
-    r = RACK2
+    r = {**RACK2, **override}
+    if span == "overlapped" and micro_batches is None and layers is None:
+        one, two = (moe.decode_moe_time(r["model"], r["system"], r["tokens_per_chip"], r["dtype"], domains=d,
+                                        chips=r["chips"], micro_batches=r["micro_batches"],
+                                        links=r.get("links", "nominal")) for d in (1, 2))
+        return 1e3 * (two - one)
     one, two = _layer(RACK2, **override), _layer(RACK2, domains=2, **override)
     if span == "exposed":
         added = two.communication
