@@ -15,16 +15,12 @@ $(STAMP): requirements.txt lib/pyproject.toml
 	$(BIN)/python -m pip install -q -r requirements.txt
 	touch $(STAMP)
 
-# STUDENT=1 builds a class site without solutions from a copy of the sources whose problem sets
-# are the student editions; the default site and _build/html stay as they are.
+# STUDENT=1 builds a class site without solutions into _build/html-student: the problem sets are
+# read as their student editions (chalk.teaching.class_site); after `make book` only they are
+# executed again. The default site and _build/html stay as they are.
 book: $(STAMP)
 ifeq ($(STUDENT),1)
-	rm -rf _build/student-site _build/html-student
-	$(BIN)/python -m chalk.teaching.edition --site-tree _build/student-site
-	$(BIN)/jupyter-book build _build/student-site --all
-	mv _build/student-site/_build/html _build/html-student
-	rm -rf _build/student-site
-	@echo "The solution-free site is built: open $(CURDIR)/_build/html-student/index.html"
+	$(BIN)/python -m chalk.teaching.class_site _build/html-student
 else
 	$(BIN)/jupyter-book build . --all
 	@echo "The site is built: open $(CURDIR)/$(SITE)/index.html"

@@ -1,4 +1,4 @@
-"""The student edition to hand out (folder and zip) and the solution-free copy of the book.
+"""The student edition to hand out (folder and zip) and the class site's student problem sets.
 
 No solution line may reach a student file, no answer key the package, and no file of the edition
 may print an answer; the zip must be byte-identical across builds. The edition is checked as text
@@ -12,11 +12,12 @@ import io
 import json
 import tomllib
 import zipfile
+from types import SimpleNamespace
 
 import nbformat
 import pytest
 
-from chalk.teaching import edition, leaks, package
+from chalk.teaching import class_site, edition, leaks, package
 from chalk.teaching.seal import known_problem_sets
 from chalk.teaching.student import BEGIN, END, FREE_TEXT, PLACEHOLDER
 from conftest import ROOT
@@ -106,15 +107,25 @@ def test_zip_is_byte_identical_across_builds(built, tmp_path):
         assert {i.date_time for i in zf.infolist()} == {edition.ZIP_TIME}
 
 
-def test_site_tree_swaps_in_student_problem_sets_only(tmp_path):
-    tree = edition.site_tree(tmp_path / "site")
+def test_the_class_site_reads_student_problem_sets_and_leaves_every_other_page(monkeypatch):
+    app = SimpleNamespace(srcdir=str(ROOT))
+    chapter = (ROOT / "notebooks" / CHAPTER_NOTEBOOKS[0].name).read_text()
+
+    def read(docname, text):
+        source = [text]
+        class_site.swap_problem_set(app, docname, source)
+        return source[0]
+
+    for src in PROBLEM_SETS:  # the default site: nothing swapped, nothing read again
+        assert read(f"exercises/{src.stem}", src.read_text()) == src.read_text()
+    assert class_site.reread_problem_sets(app, None, set(), set(), set()) == []
+    monkeypatch.setenv(class_site.ENV, "1")
     for src in PROBLEM_SETS:
-        text = (tree / "exercises" / src.name).read_text()
-        assert not [line for line in solution_text(src) if line in text]
-    for name in ("_config.yml", "_toc.yml", "book/intro.md", *(f"notebooks/{p.name}" for p in CHAPTER_NOTEBOOKS)):
-        assert (tree / name).read_bytes() == (ROOT / name).read_bytes(), name
-    assert not (tree / "_build").exists() and not (tree / ".venv").exists() and not (tree / ".git").exists()
-    assert BEGIN in (ROOT / "exercises" / PROBLEM_SETS[0].name).read_text()  # the repository is untouched
+        text = read(f"exercises/{src.stem}", src.read_text())
+        assert BEGIN in src.read_text() and not [line for line in solution_text(src) if line in text]
+        assert nbformat.reads(text, as_version=4).metadata["chalk"] == {"problem_set": src.stem}
+    assert read(f"notebooks/{CHAPTER_NOTEBOOKS[0].stem}", chapter) == chapter
+    assert class_site.reread_problem_sets(app, None, set(), set(), set()) == [f"exercises/{p.stem}" for p in PROBLEM_SETS]
 
 
 def test_cli_needs_a_destination(capsys):

@@ -1,7 +1,6 @@
-"""The student edition of the course: a folder and a zip to hand out, and a solution-free site tree.
+"""The student edition of the course: a folder and a zip to hand out.
 
     python -m chalk.teaching.edition --out _build/student            # folder + _build/student.zip
-    python -m chalk.teaching.edition --site-tree /tmp/chalk-site     # repository copy for `make book STUDENT=1`
 
 The folder holds every problem set with its solutions removed (``chalk.teaching.student``), the
 chapter notebooks as they are, the wheel of the package students install (``chalk.teaching.package``:
@@ -23,9 +22,6 @@ from .chapters import ROOT
 from .package import ZIP_TIME, wheel_name, write_tree, write_wheel
 from .student import SolutionMarkerError, student_notebook
 from .tags import normalise
-
-_NOT_COPIED = (".git", ".venv", "_build", ".pytest_cache", ".hypothesis", ".jupyter_cache",
-               "__pycache__", ".ipynb_checkpoints", "*.egg-info")
 
 README = """\
 # Chalk: the student edition
@@ -114,30 +110,12 @@ def build(out: Path, root: Path = ROOT) -> Path:
     return write_zip(out, out.with_suffix(".zip"))
 
 
-def site_tree(dest: Path, root: Path = ROOT) -> Path:
-    """A copy of the book's sources at ``dest`` whose problem sets are the student editions.
-
-    Jupyter Book then builds a class site from it: the exercises run unanswered and no worked
-    solution is on any page. The repository itself is left untouched.
-    """
-    if dest.exists():
-        shutil.rmtree(dest)
-    shutil.copytree(root, dest, ignore=shutil.ignore_patterns(*_NOT_COPIED))
-    _write_problem_sets(problem_sets(root), dest / "exercises")
-    return dest
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Write the student edition of the course.")
-    what = parser.add_mutually_exclusive_group(required=True)
-    what.add_argument("--out", type=Path, help="folder for the edition; the zip goes beside it")
-    what.add_argument("--site-tree", type=Path, help="folder for a solution-free copy of the book")
+    parser.add_argument("--out", type=Path, required=True, help="folder for the edition; the zip goes beside it")
     args = parser.parse_args(argv)
     try:
-        if args.out:
-            print(f"student edition: {args.out}/ and {build(args.out)}")
-        else:
-            print(f"solution-free book sources: {site_tree(args.site_tree)}")
+        print(f"student edition: {args.out}/ and {build(args.out)}")
     except (SolutionMarkerError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

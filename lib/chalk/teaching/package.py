@@ -28,7 +28,8 @@ ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 """The earliest time a zip entry can hold; any fixed value makes an archive reproducible."""
 INSTRUCTOR_ONLY = ("teaching/problems", "teaching/grading.py", "teaching/gradebook.py", "teaching/edition.py",
                    "teaching/student.py", "teaching/seal.py", "teaching/package.py", "teaching/decks.py",
-                   "teaching/leaks.py", "teaching/tags.py", "teaching/overview.py")
+                   "teaching/leaks.py", "teaching/tags.py", "teaching/overview.py",
+                   "teaching/class_site.py")
 """Left out of the student package: the plain keys and the tools that make editions and grades."""
 CARD_MODULES = "teaching/cards/ch*.py"
 """Left out too: they compute the cards' numbers, some from the keys; the package carries the
