@@ -23,7 +23,8 @@ def test_readout_kink_and_tier_are_pricings(explorer):
     # With the batch cut to what fits, the kink lies below L*, the limit of an unbounded batch.
     assert kink < roofline.balance_context_for("H100-SXM", "jamba-v0.1", "fp8")
     assert "262,144 tokens" in text  # the curves stop at the model's maximum context
-    assert pricing.cheapest_tier(3600.0, "hgx-h100").display in text
+    # The cache panel charges the GPUs that wait for a reload (pricing's wait=True).
+    assert pricing.cheapest_tier(3600.0, "hgx-h100", wait=True).display in text
 
 
 def test_curves_stop_at_the_models_maximum_context():
@@ -62,10 +63,21 @@ def test_twin_cost_series_is_the_libraries():
     dec = pricing.cost_against_context("qwen3-235b-a22b", "gb200-nvl72", lc.CONTEXTS[inside], lc.TWIN_BATCH, lc.TWIN_DTYPE)
     pre = pricing.prefill_cost_against_context("qwen3-235b-a22b", "gb200-nvl72", lc.CONTEXTS[inside], lc.TWIN_DTYPE)
     series = view["panels"][0]["series"]
-    assert np.allclose(series["cost"][:inside.sum()], dec.relative, rtol=5e-3)  # 3 significant digits
-    assert np.allclose(series["prefill"][:inside.sum()], pre.relative, rtol=5e-3)
+    assert np.allclose(series["cost"][:inside.sum()], dec.usd_per_million_tokens, rtol=5e-3)  # 3 significant digits
+    assert np.allclose(series["prefill"][:inside.sum()], pre.usd_per_million_tokens, rtol=5e-3)
     assert all(v is None for v in series["cost"][inside.sum():])  # past the model's maximum context
-    assert view["readout"]["constants"]["tier"] == lc._short(pricing.cheapest_tier(300.0, "gb200-nvl72").display)
+    # Prices in the same unit: Gemini 3.1 Pro's $12 output per million below the step, $18 above.
+    assert series["output"][0] == 12.0 and series["output"][-1] == 18.0
+    assert view["readout"]["constants"]["tier"] == lc._short(pricing.cheapest_tier(300.0, "gb200-nvl72", wait=True).display)
+
+
+def test_graph_c_puts_the_price_above_the_cost_in_dollars():
+    # Jamba on 8 H100s at $2 per GPU-hour: every chip-second of decode is 8 x 2 / 3600 dollars, and
+    # Gemini's $12 output sits far above decode's cost at short context (the lecture's "step above the cost").
+    c = lc.curves("jamba-v0.1", "hgx-h100", "fp8", 4096)
+    usd = c.on(c.contexts)
+    assert usd["cost"][0] == pytest.approx(1e6 * 8 * 2.0 / 3600 * max(c.decode.compute[0], c.decode.memory[0]), rel=1e-9)
+    assert 12.0 > 10 * usd["cost"][0]
 
 
 @pytest.mark.parametrize("figure", [lc.cost_figure, lc.pass_figure, lc.tier_figure])
@@ -78,10 +90,10 @@ def test_static_figures_say_what_they_show(figure):
 def test_cache_panel_says_whether_holding_or_recomputing_wins(explorer, hold):
     text = explorer.update(model="llama-3.1-70b", target="hgx-h100", dtype="fp8", batch=4096, hold=hold)
     remat = pricing.recompute_usd_per_byte("llama-3.1-70b", "hgx-h100", lc.REMAT_PROMPT, "fp8")
-    held = min(pricing.hold_costs(hold, "hgx-h100").values())
+    held = min(pricing.hold_costs(hold, "hgx-h100", wait=True).values())
     assert f"{1e9 * remat:,.3g} USD per GB" in text
     # The rule's own break-even (pricing.rematerialise_after) decides which side of it the hold lies.
-    after = pricing.rematerialise_after("llama-3.1-70b", "hgx-h100", lc.REMAT_PROMPT, "fp8")
+    after = pricing.rematerialise_after("llama-3.1-70b", "hgx-h100", lc.REMAT_PROMPT, "fp8", wait=True)
     assert ("recomputing wins" in text) == (hold >= after) == (held >= remat)
 
 

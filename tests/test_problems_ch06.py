@@ -168,6 +168,12 @@ def test_hold_tier_wait_picks_flash_once_the_waiting_gpus_are_paid():
     assert hardware.get("H200").scale_out_bandwidth == 50e9 and systems.get(h["target"]).count == 8
     cost = _hold_with_wait(h["hold"])
     assert min(cost, key=cost.get) == "flash"                                             # (c)
+    # chalk's own wait term (the solution calls it) agrees with the typed one.
+    waited = pricing.hold_costs(h["hold"], h["target"], h["usd_per_chip_hour"], wait=True)
+    for name, typed in (("hbm-hgx-h200", "hbm"), ("ddr5-hgx-h200", "ddr5"), ("3fs-storage-node", "flash"),
+                        ("hdd-exos-x24", "disk")):
+        assert math.isclose(waited[name], cost[typed], rel_tol=1e-6), name
+    assert pricing.cheapest_tier(h["hold"], h["target"], h["usd_per_chip_hour"], wait=True).name == "3fs-storage-node"
     # Rent alone picks the disk: the trap of option (d).
     assert pricing.cheapest_tier(h["hold"], h["target"], h["usd_per_chip_hour"]).name == "hdd-exos-x24"
     rebuild = cost["recompute"]

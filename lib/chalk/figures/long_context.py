@@ -56,13 +56,15 @@ class Curves:
     """per input token, of a prompt of each length"""
 
     def on(self, contexts) -> dict[str, np.ndarray]:
-        """Each drawn series relative to its cost at the first context, on ``contexts`` (the grid's
-        own points; NaN past the model's maximum context)."""
+        """Each drawn series in USD per million tokens at the roofline and the rental, on ``contexts``
+        (the grid's own points; NaN past the model's maximum context): prices are dollars too, so a
+        price line sits above or below cost as it does on the bill."""
         contexts = np.asarray(contexts, dtype=float)
         index = {float(x): i for i, x in enumerate(self.contexts)}
-        d0 = np.maximum(self.decode.compute, self.decode.memory)[0]
-        series = {"compute": self.decode.compute / d0, "memory": self.decode.memory / d0,
-                  "cost": self.decode.relative, "prefill": self.prefill.relative}
+        d = self.decode
+        usd = 1e6 * d.chips * d.usd_per_chip_hour / 3600
+        series = {"compute": d.compute * usd, "memory": d.memory * usd,
+                  "cost": d.usd_per_million_tokens, "prefill": self.prefill.usd_per_million_tokens}
         pick = [index.get(float(x)) for x in contexts]
         return {k: np.array([v[i] if i is not None else np.nan for i in pick]) for k, v in series.items()}
 
@@ -78,8 +80,8 @@ def curves(model, target, dtype, batch, contexts=CONTEXTS) -> Curves:
 
 def draw_cost(ax, model, target, dtype, batch, price=None, contexts=CONTEXTS, mark_kink=True) -> Curves:
     """Decode's compute, memory and cost per output token against context, and prefill's cost per
-    input token, each relative to its cost at the shortest context; the kink marked; ``price``'s
-    output step over the decode cost and its input step over the prefill cost."""
+    input token, in USD per million tokens; the kink marked; ``price``'s output price (with its
+    step) over the decode cost and its input price over the prefill cost."""
     c = curves(model, target, dtype, batch, contexts)
     rel = c.on(c.contexts)
     ax.plot(c.contexts, rel["compute"], color=COLORS["compute"], ls="--", lw=1, label="decode compute")
@@ -95,31 +97,38 @@ def draw_cost(ax, model, target, dtype, batch, price=None, contexts=CONTEXTS, ma
     ax.set_yscale("log")
     ax.set_xlim(contexts[0], contexts[-1])
     ax.set_xlabel("context L (tokens): the prompt, or the cache a decode token reads")
-    ax.set_ylabel("cost per token / cost at the shortest context")
+    ax.set_ylabel(f"USD per million tokens ({c.decode.usd_per_chip_hour:g} USD per GPU-hour)")
     return c
 
 
-def _draw_price(ax, price, contexts):
+def price_steps(price, contexts=CONTEXTS) -> tuple[list, list, list]:
+    """(x, input, output) of a price list's lines in USD per million tokens over ``contexts``: flat,
+    or stepping at its long-context threshold."""
     if not price.long_context:
-        return
+        return [contexts[0], contexts[-1]], [price.input] * 2, [price.output] * 2
     step = price.long_context["above_tokens"]
-    to_in, to_out = price.long_context_multipliers
-    xs = [contexts[0], step, step, contexts[-1]]
-    ax.plot(xs, [1, 1, to_in, to_in], color=COLORS["input"], lw=1.2, ls=(0, (1, 1.5)),
-            label=f"{price.model}: input price (x{to_in:g} above {step:,})")
-    ax.plot(xs, [1, 1, to_out, to_out], color=COLORS["output"], lw=1.6, ls=(0, (4, 2)),
-            label=f"output price (x{to_out:g} above {step:,})")
+    lc = price.long_context
+    return ([contexts[0], step, step, contexts[-1]], [price.input, price.input, lc["input"], lc["input"]],
+            [price.output, price.output, lc["output"], lc["output"]])
+
+
+def _draw_price(ax, price, contexts):
+    xs, ins, outs = price_steps(price, contexts)
+    where = f" above {price.long_context['above_tokens']:,}" if price.long_context else ", flat"
+    ax.plot(xs, ins, color=COLORS["input"], lw=1.2, ls=(0, (1, 1.5)),
+            label=f"{price.model}: input price{where}")
+    ax.plot(xs, outs, color=COLORS["output"], lw=1.6, ls=(0, (4, 2)), label=f"output price{where}")
 
 
 def cost_figure(model="jamba-v0.1", target="hgx-h100", dtype="fp8", batch=4096, price="google/gemini-3.1-pro-preview",
-                width=7.0, height=4.2, mark_kink=True):
+                width=8.6, height=4.2, mark_kink=True):
     """Graph C for one model, system and batch (cut to what fits), up to the model's maximum
     context, with a provider's price steps (none if ``price`` is None)."""
     fig, (ax,) = new_figure(width, height)
     with style():
         c = draw_cost(ax, model, target, dtype, batch, price, mark_kink=mark_kink)
         ax.set_title(f"{models.get(model).display} on {target}, {dtype.upper()}, up to {batch:,.0f} sequences per step")
-        ax.legend(fontsize=6.5, frameon=False, loc="upper left")
+        ax.legend(fontsize=6.5, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         fig.tight_layout()
     if not mark_kink:  # a chart to read the kink from (a problem set's) does not say where it is
         kink = "where the reads overtake the compute is left to the reader"
@@ -127,11 +136,18 @@ def cost_figure(model="jamba-v0.1", target="hgx-h100", dtype="fp8", batch=4096, 
         kink = f"the reads overtake the compute at {c.decode.kink:,.0f} tokens"
     else:
         kink = "the reads never overtake the compute in this range"
+    over = ""
+    if price is not None:
+        p = prices.get(price) if isinstance(price, str) else price
+        _, ins, outs = price_steps(p)
+        over = (f" {p.model}'s output price is {outs[-1] / c.decode.usd_per_million_tokens[-1]:,.3g} times decode's "
+                f"cost there and its input price {ins[-1] / c.prefill.usd_per_million_tokens[-1]:,.3g} times "
+                "prefill's.")
     return describe(fig, f"Decode cost per output token is flat while compute-bound, then rises in proportion to the "
                          f"context: {kink}, and at the model's maximum context of {c.top:,.0f} tokens an output token "
-                         f"costs {c.decode.relative[-1]:,.3g} times what it costs at {c.contexts[0]:,.0f}. Prefill cost "
-                         f"per input token rises only through attention, {c.prefill.relative[-1]:,.3g} times over the "
-                         "same range.")
+                         f"costs {c.decode.usd_per_million_tokens[-1]:,.3g} USD per million, {c.decode.relative[-1]:,.3g} "
+                         f"times what it costs at {c.contexts[0]:,.0f}. Prefill cost per input token rises only through "
+                         f"attention, {c.prefill.relative[-1]:,.3g} times over the same range.{over}")
 
 
 # --- graph D ----------------------------------------------------------------------------------
@@ -160,24 +176,34 @@ def pass_figure(model="llama-3.1-70b", target="hgx-h100", dtype="fp8", cached=0,
 
 
 # --- the cache panel --------------------------------------------------------------------------
-def draw_tiers(ax, target, usd_per_chip_hour=USD_PER_CHIP_HOUR, remat=None):
-    """Dollars per GB held against hold time for each tier of ``target``, the envelope bold, and
-    ``remat`` (dollars per byte to recompute) as a level. Returns the tiers and the envelope's
-    break-even holds."""
+def hold_cost_grid(target, usd_per_chip_hour=USD_PER_CHIP_HOUR, wait=True) -> tuple[list, dict[str, np.ndarray]]:
+    """The tiers of ``target`` and each one's dollars per byte over ``HOLDS`` (``pricing.hold_costs``;
+    ``wait`` charges the GPUs that wait for the reload)."""
     held = tiers.tiers_with_hbm(target, usd_per_chip_hour)
-    costs = {t.name: np.array([pricing.hold_costs(h, target, usd_per_chip_hour)[t.name] for h in HOLDS]) for t in held}
+    rows = [pricing.hold_costs(h, target, usd_per_chip_hour, wait=wait) for h in HOLDS]
+    return held, {t.name: np.array([row[t.name] for row in rows]) for t in held}
+
+
+def draw_tiers(ax, target, usd_per_chip_hour=USD_PER_CHIP_HOUR, remat=None):
+    """Dollars per GB held against hold time for each tier of ``target``, its GPUs' wait for the
+    reload included, that envelope bold, the envelope of rent alone thin, and ``remat`` (dollars per
+    byte to recompute) as a level. Returns the tiers and the envelope's break-even holds."""
+    held, costs = hold_cost_grid(target, usd_per_chip_hour)
     for i, t in enumerate(held):
         ax.plot(HOLDS, 1e9 * costs[t.name], color=TIER_COLORS[i % 7], ls=TIER_STYLES[i % 7], marker=TIER_MARKERS[i % 7],
                 markevery=10, ms=4, lw=1.1, label=_short(t.display))
     envelope = np.min(np.vstack(list(costs.values())), axis=0)
-    ax.plot(HOLDS, 1e9 * envelope, **ENVELOPE, label="cheapest tier")
+    ax.plot(HOLDS, 1e9 * envelope, **ENVELOPE, label="cheapest tier, the GPUs' wait paid")
+    _, rent = hold_cost_grid(target, usd_per_chip_hour, wait=False)
+    ax.plot(HOLDS, 1e9 * np.min(np.vstack(list(rent.values())), axis=0), color="black", lw=0.9, ls=(0, (1, 1)),
+            label="cheapest tier, rent alone")
     if remat is not None:
         ax.axhline(1e9 * remat, **REMAT, label="recompute the prefill")
-    _, switches = pricing.tier_envelope(target, usd_per_chip_hour)
+    _, switches = pricing.tier_envelope(target, usd_per_chip_hour, wait=True)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("hold time T (s)")
-    ax.set_ylabel("dollars per GB held and read back")
+    ax.set_ylabel("dollars per GB held and reloaded")
     return held, switches
 
 
@@ -190,18 +216,22 @@ def tier_figure(target="hgx-h100", model="llama-3.1-70b", prompt=REMAT_PROMPT, d
         ax.set_title(f"Holding a prompt cache beside {target} at {usd_per_chip_hour:g} USD per GPU-hour")
         ax.legend(fontsize=7, frameon=False, loc="upper left")
         fig.tight_layout()
-    steps = "; ".join(f"{_short(s.slower.display)} from {s.hold_seconds:,.3g} s" for s in switches)
-    after = pricing.rematerialise_after(model, target, prompt, dtype, usd_per_chip_hour)
-    return describe(fig, f"Each tier's cost is a line in the hold time whose floor is set by its drain time. "
-                         f"The cheapest tier starts with {_short(held[0].display) if not switches else _short(switches[0].faster.display)} "
-                         f"and moves on to {steps}. Recomputing a {prompt:,}-token prompt of "
-                         f"{models.get(model).display} beats every tier after {after / 86400:,.3g} days.")
+    after = pricing.rematerialise_after(model, target, prompt, dtype, usd_per_chip_hour, wait=True)
+    steps = "; ".join(f"{_short(s.slower.display)} from {s.hold_seconds:,.3g} s" for s in switches
+                      if s.hold_seconds < after)
+    rent_after = pricing.rematerialise_after(model, target, prompt, dtype, usd_per_chip_hour)
+    return describe(fig, f"Each tier's cost is a line in the hold time: its rent sets the slope, the reload (the "
+                         f"tier read once and the GPUs waiting for it) the floor. The cheapest tier starts with "
+                         f"{_short(held[0].display) if not switches else _short(switches[0].faster.display)} and moves "
+                         f"on to {steps}. Recomputing a {prompt:,}-token prompt of {models.get(model).display} beats "
+                         f"every tier after {after / 86400:,.3g} days ({rent_after / 86400:,.3g} days counting rent "
+                         "alone).")
 
 
 # --- the live explorer ------------------------------------------------------------------------
 MODELS = ("llama-3.1-70b", "llama-3.1-405b", "deepseek-v3", "qwen3-235b-a22b", "gemma-2-9b", "jamba-v0.1", "kimi-k2")
 TARGETS = ("H100-SXM", "H200", "B200", "hgx-h100", "gb200-nvl72")
-PRICES = tuple(name for name, p in prices.catalog_prices().items() if p.long_context)
+PRICES = tuple(name for name, p in prices.catalog_prices().items() if p.long_context or (p.context_window or 0) >= 1e6)
 
 
 class LongContextFigure:
@@ -217,7 +247,7 @@ class LongContextFigure:
             self.ax_cost.set_xlim(CONTEXTS[0], CONTEXTS[-1])
             self.ax_tier.set_xlim(HOLDS[0], HOLDS[-1])
             self.ax_cost.set_xlabel("context L (tokens)")
-            self.ax_cost.set_ylabel("cost per token (relative)")
+            self.ax_cost.set_ylabel("USD per million tokens")
             self.ax_cost.set_title("graph C: cost per token against context")
             self.ax_tier.set_xlabel("hold time T (s)")
             self.ax_tier.set_ylabel("USD per GB held and read back")
@@ -256,17 +286,11 @@ class LongContextFigure:
             for line, key in ((self.compute, "compute"), (self.memory, "memory"), (self.cost, "cost"),
                               (self.prefill, "prefill")):
                 line.set_data(c.contexts, rel[key])
-            top = max(np.nanmax(rel["cost"]), np.nanmax(rel["prefill"]), 2.0)
-            if price.long_context:
-                step = price.long_context["above_tokens"]
-                to_in, to_out = price.long_context_multipliers
-                xs = [CONTEXTS[0], step, step, CONTEXTS[-1]]
-                self.step_in.set_data(xs, [1, 1, to_in, to_in])
-                self.step_out.set_data(xs, [1, 1, to_out, to_out])
-            else:
-                self.step_in.set_data([], [])
-                self.step_out.set_data([], [])
-            low = min(np.nanmin(rel["compute"]), np.nanmin(rel["memory"]), np.nanmin(rel["prefill"]), 1.0)
+            xs, ins, outs = price_steps(price)
+            self.step_in.set_data(xs, ins)
+            self.step_out.set_data(xs, outs)
+            top = max(np.nanmax(rel["cost"]), np.nanmax(rel["prefill"]), max(outs))
+            low = min(np.nanmin(rel["compute"]), np.nanmin(rel["memory"]), np.nanmin(rel["prefill"]), min(ins))
             self.kink.set_data(([c.decode.kink] * 2, [low, top]) if np.isfinite(c.decode.kink) else ([], []))
             for line, t in zip(self.tier_lines, held + [None] * (7 - len(held))):
                 if t is None:
@@ -320,27 +344,27 @@ def _winner(cost: float, remat: float) -> str:
 
 @lru_cache(maxsize=16)
 def _tier_costs(target):
-    held = tiers.tiers_with_hbm(target)
-    costs = {t.name: np.array([pricing.hold_costs(h, target)[t.name] for h in HOLDS]) for t in held}
-    return held, costs
+    return hold_cost_grid(target)
 
 
 def readout(model, target, dtype, batch, price, hold, c: Curves, tier, cost, remat) -> str:
     p = prices.get(price)
-    to_in, to_out = p.long_context_multipliers
-    step = p.long_context["above_tokens"]
+    _, ins, outs = price_steps(p)
+    steps = (f"steps at {p.long_context['above_tokens']:,} tokens to {ins[-1]:g} (input) and {outs[-1]:g} (output)"
+             if p.long_context else "is flat at every context")
     kink = f"decode's reads overtake its compute at <b>L = {c.decode.kink:,.0f}</b>" if np.isfinite(c.decode.kink) else \
         "decode is compute-bound over the whole range"
     fits = c.decode.batch[-1]
     last = (f"{fits:,.0f} sequences fit" if np.isfinite(fits) else "not one sequence fits")
-    beyond = "" if c.top > step else f" (beyond {html.escape(models.get(model).display)}'s maximum context)"
     return (f"{html.escape(models.get(model).display)} on {html.escape(target)}, {dtype.upper()}, up to "
             f"{batch:,.0f} sequences per step: {kink}. At its maximum context, {c.top:,.0f} tokens ({last}), "
-            f"an output token costs {c.decode.relative[-1]:,.3g}x and an input token {c.prefill.relative[-1]:,.3g}x "
-            f"their short-context costs. {html.escape(p.model)} steps at {step:,} tokens{beyond} by x{to_in:g} "
-            f"(input) and x{to_out:g} (output).<br>A cache held {explorer.number(hold)} s: "
+            f"an output token costs {c.decode.usd_per_million_tokens[-1]:,.3g} USD per million "
+            f"({c.decode.relative[-1]:,.3g}x its short-context cost) and an input token "
+            f"{c.prefill.usd_per_million_tokens[-1]:,.3g} ({c.prefill.relative[-1]:,.3g}x). {html.escape(p.model)} "
+            f"charges {ins[0]:g} (input) and {outs[0]:g} (output) USD per million and {steps}."
+            f"<br>A cache held {explorer.number(hold)} s: "
             f"cheapest in <b>{html.escape(tier.display)}</b>, {1e9 * cost:,.3g} USD per GB "
-            f"(capacity rent + one read back; the link back to the GPUs, their wait and the write, power and hosts "
+            f"(capacity rent, one read back and the GPUs waiting for it; the write, power and hosts "
             f"left out); recomputing a {REMAT_PROMPT:,}-token prefill costs {1e9 * remat:,.3g} USD per GB of its "
             f"cache: <b>{_winner(cost, remat)}</b>.")
 
@@ -376,8 +400,8 @@ class Explorer(explorer.Explorer):
     def draw(self, model, target, dtype, batch, price, hold) -> str:
         c = _curves(model, target, dtype, batch)
         held, costs = _tier_costs(target)
-        tier = pricing.cheapest_tier(hold, target)
-        cost = pricing.hold_costs(hold, target)[tier.name]
+        tier = pricing.cheapest_tier(hold, target, wait=True)
+        cost = pricing.hold_costs(hold, target, wait=True)[tier.name]
         remat = _remat(model, target, dtype)
         self.figure.draw((model, target, dtype, batch, price), c, prices.get(price), held, costs, hold, cost, remat)
         return readout(model, target, dtype, batch, price, hold, c, tier, cost, remat)
@@ -392,9 +416,9 @@ TWIN_HOLDS = ((1.0, "1 second"), (300.0, "5 minutes"), (3600.0, "1 hour"), (8640
 TWIN_BATCH = 4096
 TWIN_DTYPE = "fp8"
 PANEL_W, PANEL_H = 420, 230
-TEMPLATES = ["L = {context} tokens: an output token costs {0.cost} times its cost at 100 tokens (decode compute "
-             "{0.compute}, memory {0.memory}), an input token {0.prefill} times (prefill); {price}'s list: "
-             "x{0.output} (output), x{0.input} (input), stepping above {step} tokens. Decode kink at {kink} tokens; "
+TEMPLATES = ["L = {context} tokens: an output token costs {0.cost} USD per million at the roofline (decode compute "
+             "{0.compute}, memory {0.memory}), an input token {0.prefill} (prefill); {price}'s list: "
+             "{0.output} (output), {0.input} (input) USD per million, {step}. Decode kink at {kink} tokens; "
              "the model's maximum context {top} tokens (– beyond it). "
              "A cache held {hold}: cheapest in {tier}, {tier_cost} USD per GB; recomputing a {remat_prompt}-token "
              "prefill, {remat} USD per GB: {winner}."]
@@ -403,14 +427,14 @@ TEMPLATES = ["L = {context} tokens: an output token costs {0.cost} times its cos
 def _bars(model, target, hold) -> list:
     """The cache panel as bars: each tier's cost at ``hold`` and the cost of recomputing the prefill
     instead, on a log scale, the cheapest marked."""
-    costs = {t.name: pricing.hold_costs(hold, target)[t.name] for t in tiers.tiers_with_hbm(target)}
+    costs = {t.name: pricing.hold_costs(hold, target, wait=True)[t.name] for t in tiers.tiers_with_hbm(target)}
     labels = {t.name: _short(t.display)[:26] for t in tiers.tiers_with_hbm(target)}
     costs["remat"], labels["remat"] = _remat(model, target, TWIN_DTYPE), "recompute the prefill"
     logs = {name: np.log10(1e9 * cost) for name, cost in costs.items()}
     low, high = np.floor(min(logs.values())), np.ceil(max(logs.values()))
     best = min(costs, key=costs.get)
     row = (PANEL_H - 54) / len(costs)
-    shapes = [twin.text(10, 32, f"USD per GB held {hold:g} s and read back (log scale, 1e{low:.0f} to 1e{high:.0f})",
+    shapes = [twin.text(10, 32, f"USD per GB held {hold:g} s and reloaded (log scale, 1e{low:.0f} to 1e{high:.0f})",
                         size=10)]
     for i, name in enumerate(costs):
         y = 42 + i * row
@@ -428,16 +452,16 @@ def twin_view(model, target, price, hold) -> dict:
     c = _curves(model, target, TWIN_DTYPE, TWIN_BATCH)
     rel = c.on(CONTEXTS)
     p = prices.get(price)
-    step = p.long_context["above_tokens"]
-    to_in, to_out = p.long_context_multipliers
-    tier = pricing.cheapest_tier(hold, target)
-    cost = pricing.hold_costs(hold, target)[tier.name]
+    xs, ins, outs = price_steps(p)
+    tier = pricing.cheapest_tier(hold, target, wait=True)
+    cost = pricing.hold_costs(hold, target, wait=True)[tier.name]
     remat = _remat(model, target, TWIN_DTYPE)
     series = {key: twin.rounded(rel[key]) for key in ("compute", "memory", "cost", "prefill")}
-    series |= {"input": twin.rounded(np.where(CONTEXTS > step, to_in, 1.0)),
-               "output": twin.rounded(np.where(CONTEXTS > step, to_out, 1.0))}
-    top = max(np.nanmax(rel["cost"]), to_in)
-    low = min(np.nanmin(rel["compute"]), np.nanmin(rel["memory"]), np.nanmin(rel["prefill"]), 1.0)
+    step = xs[1] if p.long_context else np.inf
+    series |= {"input": twin.rounded(np.where(CONTEXTS > step, ins[-1], ins[0])),
+               "output": twin.rounded(np.where(CONTEXTS > step, outs[-1], outs[0]))}
+    top = max(np.nanmax(rel["cost"]), np.nanmax(rel["prefill"]), max(outs))
+    low = min(np.nanmin(rel["compute"]), np.nanmin(rel["memory"]), np.nanmin(rel["prefill"]), min(ins))
     kink = c.decode.kink
     stops = len(CONTEXTS)
     return {"panels": [{"ylim": [float(10 ** np.floor(np.log10(low))), float(10 ** np.ceil(np.log10(top)))],
@@ -446,7 +470,9 @@ def twin_view(model, target, price, hold) -> dict:
                        {"frames": [_bars(model, target, hold)]}],
             "readout": {"pick": [0] * stops, "values": {},
                         "constants": {"kink": f"{kink:,.0f}" if np.isfinite(kink) else "none in range",
-                                      "top": f"{c.top:,.0f}", "price": p.model, "step": f"{step:,}",
+                                      "top": f"{c.top:,.0f}", "price": p.model,
+                                      "step": (f"stepping above {p.long_context['above_tokens']:,} tokens"
+                                               if p.long_context else "flat"),
                                       "hold": dict(TWIN_HOLDS)[hold], "tier": _short(tier.display),
                                       "tier_cost": f"{1e9 * cost:.3g}", "remat_prompt": f"{REMAT_PROMPT:,}",
                                       "remat": f"{1e9 * remat:.3g}", "winner": _winner(cost, remat)}}}
@@ -461,7 +487,7 @@ def twin_data() -> dict:
         twin.slider("context", "context L (tokens)", CONTEXTS, 200_000),
     ]
     panels = [twin.chart(f"cost per token against context (up to {TWIN_BATCH:,} sequences per step, FP8)",
-                         "context L (tokens)", "relative to the cost at 100 tokens", point=("cost", "point")),
+                         "context L (tokens)", "USD per million tokens", point=("cost", "point")),
               twin.shapes("where to hold a prompt cache", PANEL_W, PANEL_H)]
     styles = {"compute": twin.line_style("decode compute", COLORS["compute"], 1.2, "6 3"),
               "memory": twin.line_style("decode memory", COLORS["memory"], 1.6, "2 2"),

@@ -5,8 +5,8 @@ are computed from ``chalk.pricing`` and the catalog when a check runs; the const
 scenario inputs the problem set states. The scenarios differ from the chapter's (other models,
 chips, prices, hold times and contexts), so no answer is printed there. The choice items' keys are
 letters; tests/test_problems_ch06.py recomputes the quantity each one turns on and asserts the
-letter (for ``hold_tier_wait`` with the reload's waiting GPUs, a term chalk's tier model leaves out,
-computed there).
+letter (for ``hold_tier_wait`` with the reload's waiting GPUs typed by hand there and set against
+``pricing.hold_costs(..., wait=True)``).
 """
 import numpy as np
 
@@ -247,8 +247,8 @@ EXERCISES = (
                  "recomputing wins only after holds of days.",
         },
         hint="per byte: rent p_hold (T + C/W), plus the wait: the server's GPUs' price per second times the "
-             "reload's time per byte, 1 / min(tier bandwidth, the GPUs' links); compare with "
-             "pricing.recompute_usd_per_byte."),
+             "reload's time per byte, 1 / min(tier bandwidth, the GPUs' links) (pricing.hold_costs(..., wait=True)); "
+             "compare with pricing.recompute_usd_per_byte."),
     Choice(
         id="cache_storage_tier",
         topic="prompt caching: what a storage price implies",
