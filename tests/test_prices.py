@@ -91,3 +91,27 @@ def test_tiers_table_lists_every_tier_with_its_drain_time(capsys):
     assert cli.main(["list", "tiers"]) == cli.EXIT_OK
     out = capsys.readouterr().out
     assert "## tiers" in out and "hdd-exos-x24" in out and "## prices" not in out
+
+
+def test_no_price_rests_on_memory_and_restatements_are_marked():
+    # Issue #26, Chapter 6 finding 2: a figure not found on the provider's own page is marked [secondary].
+    for p in prices.catalog_prices().values():
+        assert "[recalled" not in p.note, p.name
+        assert p.label.endswith("[secondary]") == p.secondary
+    assert prices.get("deepseek/deepseek-chat@2025-09").secondary
+
+
+def test_gemini_25_cache_hit_dated_twice():
+    # $0.31 per million at general availability (a quarter of the $1.25 input), $0.125 (a tenth) later.
+    early, late = prices.get("google/gemini-2.5-pro"), prices.get("google/gemini-2.5-pro@2026-01")
+    assert early.as_of < late.as_of
+    assert early.ratio("cache_read") == pytest.approx(0.248) and late.ratio("cache_read") == pytest.approx(0.1)
+    assert early.long_context == late.long_context
+
+
+def test_anthropic_1m_context_flat_from_march_2026():
+    # Sonnet 4.5's beta stepped 2x / 1.5x above 200K; the 4.6 models' GA price is flat over 1M.
+    assert prices.get("anthropic/claude-sonnet-4.5").long_context_multipliers == pytest.approx((2.0, 1.5))
+    for name in ("anthropic/claude-opus-4.6@2026-03-13", "anthropic/claude-sonnet-4.6@2026-03-13"):
+        p = prices.get(name)
+        assert p.long_context is None and p.context_window == 1_000_000 and p.as_of == "2026-03-13"

@@ -33,6 +33,16 @@ class Price:
     note: str = ""
 
     @property
+    def secondary(self) -> bool:
+        """Whether a figure of the entry rests on a restatement, not the provider's own page (its note says so)."""
+        return "[secondary]" in self.note
+
+    @property
+    def label(self) -> str:
+        """Provider and model as printed in a table, marked [secondary] where the entry is."""
+        return f"{self.provider} {self.model}" + (" [secondary]" if self.secondary else "")
+
+    @property
     def output_to_input(self) -> float:
         return self.output / self.input
 
