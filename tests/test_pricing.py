@@ -495,3 +495,17 @@ def test_reload_wait_symbolic_form():
     from chalk.notation import W_out, n_chips, p_chip
     assert sp.simplify(pricing.hold_cost_waiting - pricing.hold_cost
                        - n_chips * p_chip / (3600 * sp.Min(W, n_chips * W_out))) == 0
+
+
+def test_graph_d_crossover_is_solved_not_read_off_a_grid():
+    # Issue #26 finding 4: Llama 3.1 70B in FP8 on 8 H100s turns compute-bound at n = F / (2 W) per
+    # chip, 1,978.9 / (2 x 3.35) = 295.4 with the cache's small terms, not at the grid's 512.
+    n = pricing.compute_bound_from("llama-3.1-70b", "hgx-h100", dtype="fp8")
+    assert abs(n - H100_FP8 / (2 * H100_W)) <= 2
+    assert not _compute_bound(n - 1) and _compute_bound(n)
+
+
+def _compute_bound(n):
+    from chalk import calculator
+    p = calculator.run_pass("llama-3.1-70b", "hgx-h100", 1, n, n=n, dtype="fp8")
+    return p.t_compute >= p.t_weights + p.t_kv

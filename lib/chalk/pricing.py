@@ -713,6 +713,26 @@ def pass_times(model, target, ns, cached=0, batch=1, dtype="bf16", **kwargs) -> 
                      np.array([p.t_weights + p.t_kv for p in points]))
 
 
+def compute_bound_from(model, target, cached=0, batch=1, dtype="bf16", **kwargs) -> int:
+    """The smallest n at which a pass of n new tokens per sequence is compute-bound (graph D's
+    crossover), solved by bisection over ``calculator.run_pass``; without attention or KV it is
+    r b_w N_tot / (2 N_act) with r = F/W in the weights' format."""
+    def compute_bound(n):
+        p = calculator.run_pass(model, target, batch, cached + n, n=n, dtype=dtype, **kwargs)
+        return p.t_compute >= p.t_weights + p.t_kv
+    low, high = 1, 2
+    while not compute_bound(high):
+        low, high = high, 2 * high
+        if high > 2 ** 24:
+            raise ChalkError(f"model: {model} on {target} is not compute-bound below 2^24 new tokens per pass")
+    if compute_bound(low):
+        return low
+    while high - low > 1:  # compute_bound(low) is False, compute_bound(high) True
+        mid = (low + high) // 2
+        low, high = (mid, high) if not compute_bound(mid) else (low, mid)
+    return high
+
+
 # --- prompt caching: the tier rule ------------------------------------------------------------
 def reload_bandwidth(tier: tiers.Tier, target="H100-SXM") -> float:
     """Bytes per second a cache comes back to ``target``'s GPUs from ``tier``: the slower of the
