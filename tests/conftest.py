@@ -29,36 +29,89 @@ def find_chromium():
     return None
 
 
+SITE_LOCK, SITE_STAMP = ROOT / "_build" / ".site.lock", ROOT / "_build" / ".site.stamp"
+FIRST = ("test_instructors_guide.py",)
+"""Files that wait for the site and then run long (the guide builds the class site from it): first,
+so one worker runs them while the other works through the unit tests."""
+
+
+def _run_id() -> str:
+    return os.environ.get("PYTEST_XDIST_TESTRUNUID", f"solo-{os.getpid()}")
+
+
+def _stamp_status() -> str | None:
+    """This run's site build status ('ok' or its log), or None if this run has not built the site."""
+    if SITE_STAMP.is_file():
+        run, _, status = SITE_STAMP.read_text().partition("\n")
+        if run == _run_id():
+            return status
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    """Order the files so the site is needed as late as possible, and start building it now, in the
+    background, if any collected test reads it: the build then overlaps the unit tests instead of
+    holding both xdist workers at its lock."""
+    def needs_site(item):
+        return "built_site" in getattr(item, "fixturenames", ())
+
+    site_files = {item.path.name for item in items if needs_site(item)}
+    rank = {name: 0 for name in FIRST}
+    items.sort(key=lambda item: rank.get(item.path.name, 2 if item.path.name in site_files else 1))
+    if site_files and "CHALK_SITE" not in os.environ:
+        _start_site_build()
+
+
+def _start_site_build() -> None:
+    """Start the site build in a child process holding the site lock, unless another process of
+    this run holds it or has built the site already."""
+    SITE_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    lock = open(SITE_LOCK, "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:  # another worker's build is under way
+        lock.close()
+        return
+    try:
+        if _stamp_status() is None:
+            # The child inherits the locked file and keeps the lock until it has written the stamp.
+            subprocess.Popen([sys.executable, __file__, "--build-site", _run_id(), str(lock.fileno())],
+                             pass_fds=(lock.fileno(),), cwd=ROOT, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+    finally:
+        lock.close()
+
+
 @pytest.fixture(scope="session")
 def built_site():
     """The site as `make book` builds it, with `-W -n --keep-going` so a failing cell, a broken
     reference or any Sphinx warning fails it; with CHALK_SITE set, the site already there.
 
-    Built once per test run: the xdist workers that need it queue on a lock, and the first one
-    builds and leaves a stamp with the run's id that the others read instead of building again.
+    Built once per test run, in the background from collection on (``_start_site_build``): a test
+    that needs it waits at the lock and reads the stamp the build leaves with the run's id; if no
+    build of this run is found, the test builds the site itself.
     """
     if "CHALK_SITE" in os.environ:
         return SITE
-    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID", f"solo-{os.getpid()}")
-    lock_path, stamp = ROOT / "_build" / ".site.lock", ROOT / "_build" / ".site.stamp"
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "w") as lock:
+    SITE_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with open(SITE_LOCK, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if stamp.is_file() and stamp.read_text().split("\n")[0] == run_id:
-            status = stamp.read_text().split("\n", 1)[1]
-            assert status == "ok", f"the site build of this run failed (see the first failing test):\n{status}"
-            return SITE
-        status = _build_site()
-        stamp.write_text(f"{run_id}\n{status}")
-    assert status == "ok", status
+        status = _stamp_status()
+        if status is None:
+            status = _build_site()
+            SITE_STAMP.write_text(f"{_run_id()}\n{status}")
+    assert status == "ok", f"the site build of this run failed:\n{status}"
     return SITE
 
 
 def _build_site() -> str:
     """'ok', or the end of the build log and its warnings."""
     jb = Path(sys.executable).with_name("jupyter-book")
-    proc = subprocess.run([str(jb), "build", str(ROOT), "--all", "-W", "-n", "--keep-going"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    try:
+        proc = subprocess.run([str(jb), "build", str(ROOT), "--all", "-W", "-n", "--keep-going"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=900)
+    except subprocess.TimeoutExpired:
+        return "the site build ran past 900 s"
     log = proc.stdout + proc.stderr
     if proc.returncode != 0:
         return log[-6000:]
@@ -128,3 +181,9 @@ def view_redraws(explorer, session) -> list[bool]:
     finally:
         layers._draw = draw
     return redrawn
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--build-site"]:
+    # The background build started by _start_site_build: it holds the site lock (inherited fd).
+    os.environ["PYTEST_XDIST_TESTRUNUID"] = sys.argv[2]
+    SITE_STAMP.write_text(f"{sys.argv[2]}\n{_build_site()}")

@@ -85,10 +85,12 @@ CLASS_PAGE = "_build/html-student/exercises/01_batching.html"
 
 
 @pytest.fixture(scope="module")
-def ran(scratch):
+def ran(scratch, built_site):
     """(scratch folder, {command: (exit status, its output's end, the files under _build after it)},
     the class site's problem-set page as built), each command run in the guide's order (``make
-    clean`` removes the site later). A failing command fails the tests that need it, not the others."""
+    clean`` removes the site later). A failing command fails the tests that need it, not the others.
+    The default site is built first (``built_site``), as an instructor's `make book` would have, so
+    `make book STUDENT=1` starts from its environment."""
     results, page = {}, None
     for command in commands():
         manual = re.search(r"MANUAL=(\S+)", command)

@@ -10,6 +10,7 @@ import csv
 import hashlib
 import io
 import json
+import os
 import tomllib
 import zipfile
 from types import SimpleNamespace
@@ -189,3 +190,17 @@ def test_nothing_a_student_reads_in_the_edition_prints_an_answer(built, chapter)
 def test_readme_says_how_to_install_the_wheel_here_and_on_colab(built):
     text = (built[0] / "README.md").read_text()
     assert f"pip install {WHEEL} jupyterlab" in text and f"%pip install {WHEEL}" in text and "Colab" in text
+
+
+def test_the_class_site_reuses_the_default_build_only_if_it_is_newer_than_the_library(tmp_path):
+    library, pickle = tmp_path / "lib" / "chalk" / "catalog" / "data" / "chips.toml", tmp_path / "_build" / ".doctrees" / "environment.pickle"
+    library.parent.mkdir(parents=True)
+    library.write_text("")
+    assert class_site._reusable_environment(tmp_path) is None  # no default build
+    pickle.parent.mkdir(parents=True)
+    pickle.write_bytes(b"")
+    os.utime(library, (1_000, 1_000))
+    os.utime(pickle, (2_000, 2_000))
+    assert class_site._reusable_environment(tmp_path) == pickle.parent
+    os.utime(library, (3_000, 3_000))  # a price changed after the build: every page is read again
+    assert class_site._reusable_environment(tmp_path) is None

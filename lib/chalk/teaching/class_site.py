@@ -6,8 +6,9 @@ STUDENT=1`.
 The build reads the repository's own sources; this module, a Sphinx extension listed in
 ``_config.yml``, hands Sphinx the student edition (``edition.student_problem_set``) of each problem
 set in place of the file when ``CHALK_CLASS_SITE=1`` and does nothing otherwise. The chapters are the
-same on both sites, so when the default site has been built (``make book``) its environment is
-copied and only the problem sets are read and executed again: seven kernels instead of every page's.
+same on both sites, so when the default site has been built (``make book``) since the library last
+changed, its environment is copied and only the problem sets are read and executed again: seven
+kernels instead of every page's.
 Sphinx keeps an environment only for the source folder it was made from, which is why the class
 site is built from the repository rather than from a copy of it.
 """
@@ -55,6 +56,18 @@ def setup(app):
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 
+def _reusable_environment(root: Path) -> Path | None:
+    """The default build's environment, if it is newer than the library: Sphinx re-reads a page whose
+    file changed, but a page's numbers also change with ``chalk``'s code and data, which it does not
+    watch."""
+    env = root / "_build" / ".doctrees"
+    pickle = env / "environment.pickle"
+    if not pickle.is_file():
+        return None
+    library = max(p.stat().st_mtime for p in (root / "lib" / "chalk").rglob("*") if p.suffix in (".py", ".toml"))
+    return env if pickle.stat().st_mtime > library else None
+
+
 def build(out: Path, root: Path = ROOT, work: Path | None = None) -> Path:
     """Build the class site from ``root`` into ``out`` (replaced); ``work`` (default beside ``out``)
     holds the build's own environment and is removed afterwards."""
@@ -62,8 +75,7 @@ def build(out: Path, root: Path = ROOT, work: Path | None = None) -> Path:
     work = Path(work).resolve() if work else out.with_name(out.name + "-work")
     for folder in (out, work):
         shutil.rmtree(folder, ignore_errors=True)
-    default_env = root / "_build" / ".doctrees"
-    if (default_env / "environment.pickle").is_file():
+    if default_env := _reusable_environment(root):
         shutil.copytree(default_env, work / "_build" / ".doctrees")
     jupyter_book = Path(sys.executable).with_name("jupyter-book")
     subprocess.run([str(jupyter_book), "build", str(root), "--path-output", str(work)], check=True,
