@@ -13,6 +13,10 @@ from .explorer import Dropdown, Number, error_html, log_slider, number
 
 CHIP_COUNTS = (1, 2, 4, 8, 16, 32, 64, 72, 128, 256)
 
+GRAPHS_AB = dict(chip="H100-SXM", model="llama-3-70b", dtype="bf16", chips=8, context=1024)
+"""The replica of Chapter 1's graphs A and B (Llama 3 70B in BF16 on one 8-GPU H100 server), on
+which its deeper page also runs the serving loop."""
+
 SESSION = [
     {"batch": 10}, {"batch": 30}, {"batch": 100}, {"batch": 300}, {"batch": 3000},
     {"context": 1000}, {"context": 8000}, {"context": 32000}, {"batch": 20000}, {"batch": 500},
@@ -170,3 +174,25 @@ def twin_data(model_names=MODELS, systems=HARDWARE, dtypes=DTYPES, contexts=CONT
              for m in model_names for chip, n in systems for d in dtypes for ctx in contexts}
     return twin.twin_data(controls, panels, styles, legend=list(styles), templates=TEMPLATES,
                           views=views, constants={"usd_per_chip_hour": usd_per_chip_hour})
+
+
+# --- what Chapter 1 and its deeper page both print ----------------------------------------------
+def show(lhs: str, expr, rel: str = "=") -> None:
+    """Display ``lhs rel expr`` as LaTeX printed from the SymPy expression itself."""
+    import sympy as sp
+    from IPython.display import Math, display
+    display(Math(f"{lhs} {rel} {sp.latex(expr)}"))
+
+
+def table(header, rows) -> None:
+    """Display a Markdown table: both renderers (the site's and JupyterLab's) draw it as a table."""
+    from IPython.display import Markdown, display
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(x) for x in row) + " |" for row in rows]
+    display(Markdown("\n".join(lines)))
+
+
+def lstar_text(x: float) -> str:
+    """A balance context as the chapter prints it: three significant digits, or "none"."""
+    from ..teaching.corrections import sig  # imported here: the teaching package imports the figures
+    return "none" if x == math.inf else sig(x, 3)

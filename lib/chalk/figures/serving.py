@@ -13,6 +13,10 @@ from .plotting import COLORS
 
 MS = 1e3
 
+CLOSED_FORM_LABELS = {"wait_mean": "mean wait", "wait_worst": "worst wait",
+                      "ttft_mean": "mean time to first token", "ttft_worst": "worst time to first token"}
+"""How the chapter and its deeper page name ``timetable.CLOSED_FORM``'s quantities."""
+
 
 def closed_form_figure(run: timetable.Run, start: float = -np.inf, stop: float = np.inf):
     """Waits for the next departure and times to first token of the requests arriving in
