@@ -375,66 +375,67 @@ _REV_MODEL, _REV_TOKENS = "llama-3-70b", 8 * 8192
 
 
 def _stores_almost_none() -> str:
-    from .. import memory
     m = models.get(_REV_MODEL)
     rev, block = (reversible.activation_memory(_REV_MODEL, _REV_TOKENS, p) / 1e9 for p in ("reversible", "block"))
-    peak = {lb: {p: reversible.activation_memory(_REV_MODEL, _REV_TOKENS, p, peak=True, logit_bytes=lb) / 1e9
-                 for p in ("reversible", "block")} for lb in (4, 0)}
-    state = memory.training_state_bytes(_REV_MODEL) / 1e9
+    rev_peak, block_peak = (reversible.activation_memory(_REV_MODEL, _REV_TOKENS, p, peak=True) / 1e9
+                            for p in ("reversible", "block"))
+    one_layer = reversible.activation_bytes(_REV_TOKENS, m.d_model, 1, "full") / 1e9
+    err = reversible.round_trip_error(64, dtype="float32")[-1]
     return (f"Between layers, yes: {m.display} on {_REV_TOKENS:,} tokens keeps {rev:.1f} GB instead of "
-            f"{block:.0f} GB of layer inputs, {block / rev:.0f} times less. At the peak the layer being "
-            "differentiated is rebuilt in full and the gradient buffers and the head stay under both policies: "
-            f"{peak[4]['reversible']:.0f} GB against {peak[4]['block']:.0f} GB, "
-            f"{peak[4]['block'] / peak[4]['reversible']:.1f} times less, while the FP32 logits are materialised; "
-            f"{peak[0]['block'] / peak[0]['reversible']:.1f} times with a fused loss that never holds them. "
-            f"Both are small beside the {state / 1e3:.2f} TB of weights, gradients and Adam state. The "
-            "recomputation costs a third more FLOPs ($8ND$) if the inversion's work is reused, two thirds "
-            "($10ND$) if not.")
+            f"{block:.0f} GB of layer inputs. But the layer whose backward is running still rebuilds all "
+            f"its intermediates ({one_layer:.1f} GB for one layer) and the logits stay, so the peak is "
+            f"{rev_peak:.0f} GB against {block_peak:.0f} GB with block rematerialisation, "
+            f"{block_peak / rev_peak:.1f} times less, not {block / rev:.0f}. The recomputation costs about a "
+            f"third more FLOPs ($8ND$), and inversion in float32 is exact only to about {err:.1e} of the "
+            "activations after 64 couplings in the chapter's unnormalised toy.")
 
 
 def _random_net_cipher() -> str:
-    from ..figures import revnets
-    gentle, chaotic = "residual, 12 layers", "plain tanh, 24 layers"
-    return (f"Plausible at some gains, ruled out at the one training needs. Over ten seeds, 12 untrained "
-            f"residual layers at gain 1 move the output {revnets.sweep_range(gentle, 1.0)} times a small "
-            f"input change: proportional. At gain 4 they amplify it {revnets.sweep_range(gentle, 4.0)} times, "
-            f"and a plain tanh network at gain 4 {revnets.sweep_range(chaotic, 4.0)} times over 24 layers: "
-            "the chaotic regime, a real-valued avalanche. What keeps a trainable network out of it is the "
-            "well-conditioned initialisation that gradient descent needs, not the absence of randomness; "
-            "mixing alone would not make a secure cipher.")
+    sens = reversible.residual_sensitivity(12).max()
+    return (f"Along one random direction, the output of 12 untrained residual layers moves at most {sens:.1f} "
+            "times a small input change: proportional, the opposite of avalanche (one direction, not the "
+            "worst one). A random network could only look like a cipher without residual connections and "
+            "with saturating, bit-level nonlinearities; the speaker offers it as a speculation, not a "
+            "measurement.")
 
 
 # Chapter 4's statement imports chalk.memory when called, for the same reason.
+_HOP_MODEL, _HOP_SYSTEM, _HOP_CONTEXT = "deepseek-v3", "gb200-nvl72", 4096
+"""The stage of Chapter 4's hop bound: DeepSeek-V3 in FP8, one GB200 NVL72 rack per stage, at the
+balance batch of 4,096 tokens of context."""
 
 
 def _hop_latency() -> str:
     from .. import memory
     from ..catalog import memory_data
-    from ..figures import memory_capacity as mc
-    rdma = memory_data.latency("deepep-low-latency-rdma")
-    fixed = mc.nccl_fixed()
+    nccl, ep = memory_data.latency("nccl-net-step"), memory_data.latency("deepep-low-latency")
+    fixed = (nccl["base_us_ll"] + nccl["hop_us_ll"], nccl["base_us_simple"] + nccl["hop_us_simple"])
     lecture = memory_data.LECTURE
     stages = int(lecture["stages"])
-    batch = mc.hop_example_batch()
-    mdl, rack = models.get(mc.HOP_EXAMPLE["model"]), systems.get(mc.HOP_EXAMPLE["system"])
+    batch = round(memory.crossover_at_balance(_HOP_MODEL, _HOP_SYSTEM, _HOP_CONTEXT, "fp8").batch)
+    mdl, rack = models.get(_HOP_MODEL), systems.get(_HOP_SYSTEM)
     payload = batch * mdl.d_model * 2
-    spread = memory.hop_time(mdl, rack, batch, 0.0)
+    spread = memory.hop_time(_HOP_MODEL, rack, batch, 0.0)
     one_link = payload / rack.chip.scale_out_bandwidth
-    low, high = (stages * memory.hop_time(mdl, rack, batch, f) for f in fixed)
-    squeezed = stages * (fixed[1] + one_link)
-    return (f"Published figures put a hop at tens to hundreds of microseconds for transfers the GPU starts itself: "
-            f"NCCL's cost model (a model, not a measurement) charges {1e6 * fixed[0]:.0f} to {1e6 * fixed[1]:.0f} µs "
-            f"per network step before any payload ([NVIDIA, 2024]({_REFERENCES})), and DeepEP's first, pure-RDMA "
-            f"kernels took {min(rdma['dispatch_us']):.0f} to {max(rdma['dispatch_us']):.0f} µs for a whole expert "
-            f"dispatch of {rdma['tokens']:.0f} tokens per GPU over InfiniBand, payload included "
-            f"([DeepSeek-AI, 2025]({_REFERENCES}); its later tables also use NVLink inside a node). A stage boundary "
-            "carries $B\\,d_\\text{model}\\,b_\\text{act}$ bytes: "
-            f"for {mdl.display} at its balance batch of {batch:,} sequences at {mc.HOP_EXAMPLE['context']:,} tokens, "
+    low, high = (stages * (memory.hop_time(_HOP_MODEL, rack, batch, f * 1e-6)) for f in fixed)
+    squeezed = stages * (fixed[1] * 1e-6 + one_link)
+    return (f"Published figures put a hop's fixed part at tens of microseconds: NCCL's own cost model (a model, not "
+            f"a measurement) charges {fixed[0]:.0f} to {fixed[1]:.0f} µs per network step before any payload "
+            f"([NVIDIA, 2024]({_REFERENCES})), and DeepEP measured {ep['dispatch_us'][0]:.0f} to "
+            f"{ep['dispatch_us'][-1]:.0f} µs for a whole expert all-to-all of {ep['tokens']:.0f} tokens over "
+            f"InfiniBand, payload included ([DeepSeek-AI, 2025]({_REFERENCES})). Both are transfers the GPU starts "
+            "itself, so both are lower bounds. A stage boundary carries $B\\,d_\\text{model}\\,b_\\text{act}$ bytes: "
+            f"for {mdl.display} at its balance batch of {batch:,} sequences at {_HOP_CONTEXT:,} tokens, "
             f"{payload / 1e6:.0f} MB, which the {rack.count} network links of a {rack.display.split(' (')[0]} "
-            f"rack send in {1e6 * spread:.0f} µs. Over {stages} stages the hops then add {1e3 * low:.2f} to "
-            f"{1e3 * high:.2f} ms per token, not the lecture's {lecture['added_ms']:.0f} ms. Milliseconds need what "
-            "none of these figures measures, a host that schedules each send, or a micro-batch squeezed through a "
-            f"single {rack.chip.scale_out_bandwidth / 1e9:.0f} GB/s link ({1e3 * squeezed:.1f} ms over {stages} hops).")
+            f"rack send in {1e6 * spread:.0f} µs. Over {stages} stages the hops then add at least {1e3 * low:.2f} to "
+            f"{1e3 * high:.2f} ms per token. That is a floor, not a refutation of the lecture's "
+            f"{lecture['added_ms']:.0f} ms: these figures do not exclude milliseconds for sends that the host "
+            "schedules (a launch, a scheduler's turn, a synchronisation per step), which none of them measures. "
+            f"What DeepEP's measurement does bound is the network's part: its dispatches and combines, payload "
+            f"included, took at most {max(*ep['dispatch_us'], *ep['combine_us']) / 1e3:.2f} ms each. Milliseconds "
+            "would have to come from the "
+            "host, or from a micro-batch squeezed through a single "
+            f"{rack.chip.scale_out_bandwidth / 1e9:.0f} GB/s link ({1e3 * squeezed:.1f} ms over {stages} hops).")
 
 
 def _kv_after_two_stages() -> str:
