@@ -159,14 +159,15 @@ def _flash_disk() -> str:
     drives = [t for t in tiers.catalog_tiers().values() if t.system is None]
     listed = "; ".join(f"{t.display}: {t.drain_time / 3600:.1f} h" for t in drives)
     host = "hgx-h100"
-    picks = "; ".join(f"held {s / 60:g} minutes, {pricing.cheapest_tier(s, host).display}"
+    picks = "; ".join(f"held {s / 60:g} minutes, {pricing.cheapest_tier(s, host, wait=True).display}"
                       for s in CACHE_HOLDS.values())
     return (f"Drain times $C/W$ of today's high-capacity flash and disks, from the catalog: {listed}; the "
             "lecture has about a minute for flash and an hour for a disk. Matching drain time to hold time "
-            "is also only a rule of thumb: holding a cache for $T$ and reading it back once costs "
-            "$p_\\text{hold}(T + C/W)$, and the cheapest tier for an 8-GPU H100 server with its host "
-            f"memory, at {LECTURE['usd_per_chip_hour']:g} dollars per GPU-hour and drives bought outright, "
-            f"is: {picks}.")
+            "is also only a rule of thumb: holding a cache for $T$ and reading it back once costs the tier's "
+            "rent $p_\\text{hold}(T + C/W)$ plus the GPUs that wait for the reload, and the cheapest tier for "
+            f"an 8-GPU H100 server with its host memory, at {LECTURE['usd_per_chip_hour']:g} dollars per "
+            f"GPU-hour and drives bought outright, is: {picks}. Charged for their wait, a disk's reload costs "
+            "more than recomputing the prefill, so the lecture's disk tier never wins.")
 
 
 def _sparse_attention() -> str:
@@ -212,10 +213,15 @@ def _quadratic_attention() -> str:
             "pricing choice, not a fact about cost.")
 
 
+def _parameters_for_tokens() -> str:
+    return ("It means tokens: the segment's pre-training and served token counts run to hundreds of trillions, "
+            "while its model has 100 B active parameters.")
+
+
 def _transcript_slips() -> str:
     ratios = [p.output_to_input for p in prices.catalog_prices().values()]
     gemini = prices.get("google/gemini-3.1-pro-preview")
-    return ("\"A hundred trillion parameters\" means tokens. The first \"50%\" for output prices is corrected in "
+    return ("The first \"50%\" for output prices is corrected in "
             f"the lecture itself to several times input; the catalog's list prices put output at {min(ratios):.1f}× "
             f"to {max(ratios):.1f}× input (\"50% more\" is the long-context output step). The price list whose step "
             f"the lecture reads is {gemini.model}'s (as of {gemini.as_of}), which some auto-caption summaries "
@@ -543,6 +549,8 @@ REGISTRY: tuple[Correction, ...] = (
                "by the RL efficiency of about 0.3.", _rl_coefficients),
     Correction("overtraining-guess", "05_overtraining", "\"About 100× over-trained\"",
                "Frontier models are about a hundred times past Chinchilla-optimal.", _overtraining_guess),
+    Correction("parameters-for-tokens", "05_overtraining", "\"A hundred trillion parameters\"",
+               "\"A hundred trillion parameters\" (a slip in segment 5).", _parameters_for_tokens),
     Correction("gemini-step", "06_long_context_pricing", "Gemini's long-context step",
                "Gemini costs 50% more above its long-context step.", _gemini_step),
     Correction("output-input-ratio", "06_long_context_pricing", "Output against input prices",
@@ -590,8 +598,7 @@ REGISTRY: tuple[Correction, ...] = (
                "In inference, pipelining is neutral for latency and for batch size; it only cuts memory per rack.",
                _batch_not_neutral),
     Correction("transcript-slips", "06_long_context_pricing", "Small slips in the transcript",
-               "\"A hundred trillion parameters\"; output costing \"50%\" more than input; \"Gemini 1.5\".",
-               _transcript_slips),
+               "Output costing \"50%\" more than input; \"Gemini 1.5\".", _transcript_slips),
     Correction("random-net-cipher", "07_ciphers_revnets", "A random network as a cipher",
                "A randomly initialised network might already be a passable cipher.", _random_net_cipher),
     Correction("revnet-stores-none", "07_ciphers_revnets", "\"A RevNet stores almost no activations\"",
