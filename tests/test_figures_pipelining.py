@@ -85,3 +85,17 @@ def test_session_is_replayable():
     for params in pp.SESSION:
         ex.update(**params)
     assert ex.params["stages"] == 8
+
+
+
+def test_traffic_table_runs_at_the_published_tokens_per_chip():
+    # DeepSeek-V3's own step: 15,360 x 4,096 tokens on 2,048 GPUs, so 8 chips carry 8 x 30,720 tokens
+    rows = {r.kind: r for r in pp.traffic_rows()}
+    direct = {r.kind: r for r in pl.parallelism_table("deepseek-v3", "gb200-nvl72", 8, 8 * 30_720, grad_bytes=4)}
+    assert rows.keys() == direct.keys()
+    assert all(rows[k].bytes_per_chip == direct[k].bytes_per_chip and rows[k].network == direct[k].network
+               for k in rows)
+    # below its threshold the data-parallel all-reduce does not hide over the network card; above it, it does
+    assert rows["data"].hides_above > 30_720 and rows["data"].network != "scale-out"
+    big = {r.kind: r for r in pp.traffic_rows(tokens_per_chip=1.1 * rows["data"].hides_above)}
+    assert big["data"].network == "scale-out"

@@ -148,11 +148,46 @@ def test_bubble_falls_with_microbatches_and_chunks(stages, micro, chunks):
 
 # --- the rack boundary ------------------------------------------------------------------------
 def test_rack_ratio_derivation():
+    b_d, b_c, b_b = pl.b_disp, pl.b_comb, pl.b_bnd
+    # by hand: k copies out and k back per MoE layer, each in its own format, (E-1)/E of them off-chip,
+    # against one crossing of the boundary in its format, rho times slower per byte
+    assert sp.simplify(pl.RACK_RATIO - k * L_stage * (E - 1) * (b_d + b_c) / (E * rho * b_b)) == 0
+    assert sp.simplify(pl.SAME_FORMAT_RATIO - 2 * k * L_stage * (E - 1) / (E * rho)) == 0
     assert sp.simplify(pl.LECTURE_RATIO - 2 * k * L_stage / rho) == 0
-    assert sp.simplify(pl.RACK_RATIO.subs(L_stage, pl.MIN_LAYERS)) == 1
+    assert sp.simplify(pl.SAME_FORMAT_RATIO.subs(L_stage, pl.MIN_LAYERS)) == 1
     assert sp.simplify(pl.k_fanout - rho) == 0
     # the local copies matter little at a rack's expert-parallel degree
-    assert float((pl.RACK_RATIO / pl.LECTURE_RATIO).subs(E, 64)) == pytest.approx(63 / 64)
+    assert float((pl.SAME_FORMAT_RATIO / pl.LECTURE_RATIO).subs(E, 64)) == pytest.approx(63 / 64)
+
+
+def test_deepep_formats_take_a_quarter_off_the_ratio():
+    # FP8 dispatch and BF16 combine (1 + 2 bytes) against a BF16 boundary (2): (1 + 2) / (2 x 2) = 0.75
+    # of the one-format ratio. By hand for DeepSeek-V3 (k = 8), one layer, E = the system's chips:
+    # GB200 NVL72 (rho = 900/50 = 18, E = 72) and MI355X (rho = 10.75, E = 8).
+    gb = 2 * 8 * (71 / 72) / 18
+    mi = 2 * 8 * (7 / 8) / 10.75
+    assert (round(gb, 2), round(0.75 * gb, 2), round(mi, 2), round(0.75 * mi, 2)) == (0.88, 0.66, 1.30, 0.98)
+    for name, one in (("gb200-nvl72", gb), ("mi355x-8", mi)):
+        e = systems.get(name).count
+        same = pl.rack_boundary("deepseek-v3", name, expert_parallel=e)
+        mixed = pl.rack_boundary("deepseek-v3", name, expert_parallel=e, **pl.DEEPEP_FORMATS)
+        assert same.ratio_one_layer == pytest.approx(one, rel=REL)
+        assert mixed.ratio_one_layer == pytest.approx(0.75 * one, rel=REL)
+    # MI355X passes at one layer in one format and needs two with DeepEP's formats
+    assert pl.min_layers_per_stage(8, 10.75, 8) == 1
+    assert pl.min_layers_per_stage(8, 10.75, 8, dispatch_bytes=1, combine_bytes=2, boundary_bytes=2) == 2
+    # a format for a single transfer is all that moves: FP8 at the boundary too doubles the ratio back up
+    assert pl.rack_boundary_ratio(1, 8, 18, 72, 1, 2, 1) == pytest.approx(1.5 * gb, rel=REL)
+
+
+def test_rack_test_prices_switched_domains_with_experts_over_every_chip():
+    rows = pl.rack_test()
+    names = [r.system for r in rows]
+    assert "gb200-nvl72" in names and "hgx-h100" in names and "mi355x-8" in names
+    # TPU pods are tori (an all-to-all gets a share of the links) and a v5p cube is a slice
+    assert not any(n.startswith("tpu") for n in names)
+    assert all(r.expert_parallel == systems.get(r.system).count for r in rows)
+    assert len(names) == len(set(names)) == sum(1 for n in systems.names() if not n.startswith("tpu"))
 
 
 @pytest.mark.parametrize("experts", [1, 2, 6, 8, 9])
@@ -229,6 +264,20 @@ def test_a_kind_neither_network_hides_says_so():
     assert at(mfu=1.0, grad_bytes=2)["data"].network == "scale-out"
 
 
+def test_data_parallel_hides_above_a_threshold_in_tokens_per_chip():
+    # By hand: the ring all-reduce of FP32 gradients over scale-out, 2 (n-1)/n N_tot 4 / W_out, equals
+    # the step's compute, 6 N_act t n / (MFU n F), at t tokens per chip; the other kinds' bytes grow
+    # with the tokens as the compute does, so no batch changes their verdict.
+    ds, chip, n = models.get("deepseek-v3"), systems.get("gb200-nvl72").chip, 8
+    t = 2 * (n - 1) / n * ds.total_params * 4 / chip.scale_out_bandwidth * 0.4 * chip.flops("bf16") / (6 * ds.active_params)
+    assert 4.1e5 < t < 4.2e5   # the review's "about 417k tokens per chip"
+    for tokens in (16_384, 4 * 2**20):
+        rows = {r.kind: r for r in pl.parallelism_table("deepseek-v3", "gb200-nvl72", n, tokens)}
+        assert rows["data"].hides_above == pytest.approx(t, rel=1e-6)
+        assert all(r.hides_above is None for kind, r in rows.items() if kind != "data")
+        assert (rows["data"].network == "scale-out") == (tokens / n > t)
+
+
 def test_data_parallel_degree():
     assert pl.data_parallel_degree(64, tensor=8) == 8
     assert pl.data_parallel_degree(7) == 7
@@ -265,6 +314,11 @@ BAD_CALLS = [
     ("experts_per_token", lambda: pl.rack_boundary_ratio(1, -8, 8)),
     ("bandwidth_ratio", lambda: pl.rack_boundary_ratio(1, 8, 0)),
     ("expert_parallel", lambda: pl.rack_boundary_ratio(1, 8, 8, 1)),
+    ("dispatch_bytes", lambda: pl.rack_boundary_ratio(1, 8, 8, 8, dispatch_bytes=0)),
+    ("combine_bytes", lambda: pl.rack_boundary("deepseek-v3", "gb200-nvl72", combine_bytes=-1)),
+    ("boundary_bytes", lambda: pl.min_layers_per_stage(8, 8, boundary_bytes=0)),
+    ("layout", lambda: pl.published_tokens_per_chip("llama-3.1-405b-8k-8192")),
+    ("layout", lambda: pl.published_tokens_per_chip("gpt-5")),
     ("experts_per_token", lambda: pl.min_layers_per_stage(0, 8)),
     ("bandwidth_ratio", lambda: pl.min_layers_per_stage(8, "fast")),
     ("expert_parallel", lambda: pl.min_layers_per_stage(8, 8, 0)),

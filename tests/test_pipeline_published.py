@@ -108,3 +108,9 @@ def test_llama3_table4_mfu(name):
     lay = layouts.get(name)
     mfu = lay["tflops_per_gpu"] * 1e12 / hardware.get("H100-SXM").flops("bf16")
     assert mfu == pytest.approx(lay["mfu"], rel=0.02)
+
+
+def test_deepseek_v3_tokens_per_gpu_per_step():
+    """DeepSeek-V3 report section 4.2: batch 15,360 sequences of 4K tokens after the ramp, on the
+    2,048 H800s of section 3.1: 15,360 x 4,096 / 2,048 = 30,720 tokens per GPU per step (exact)."""
+    assert pl.published_tokens_per_chip("deepseek-v3") == 15_360 * 4_096 / 2_048 == 30_720

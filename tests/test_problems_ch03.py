@@ -140,6 +140,10 @@ def test_mixed_formats_pull_the_boundary_ratio_below_one():
     assert close(pipeline.rack_boundary_ratio(f["layers"], k, rho, f["expert_parallel"]), bf16, 1e-6)
     # One more layer: 4 layers clear the bar with the formats weighed, 3 are enough in BF16.
     assert pipeline.min_layers_per_stage(k * 0.75, rho, f["expert_parallel"]) == f["layers"] + 1
+    # chalk carries the three formats as inputs and agrees with the hand weighing
+    fmt = {key: f[key] for key in ("dispatch_bytes", "combine_bytes", "boundary_bytes")}
+    assert close(pipeline.rack_boundary_ratio(f["layers"], k, rho, f["expert_parallel"], **fmt), mixed, 1e-9)
+    assert pipeline.min_layers_per_stage(k, rho, f["expert_parallel"], **fmt) == f["layers"] + 1
     assert pipeline.min_layers_per_stage(k, rho, f["expert_parallel"]) == f["layers"]
 
 

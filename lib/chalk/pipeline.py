@@ -434,24 +434,39 @@ def simulate(stages: int, microbatches: int, schedule: str = "1f1b", chunks: int
 
 
 # --- the rack boundary ------------------------------------------------------------------------
-x_token = d_model * b_act
-"""Bytes of one token's activation vector, the unit both networks carry."""
+b_disp = sp.Symbol(r"b_\text{disp}", positive=True)
+"""Local to this test: bytes per element of the expert dispatch (DeepEP sends FP8, 1 byte)."""
+b_comb = sp.Symbol(r"b_\text{comb}", positive=True)
+"""Local to this test: bytes per element of the expert combine (DeepEP returns BF16, 2 bytes)."""
+b_bnd = sp.Symbol(r"b_\text{bnd}", positive=True)
+"""Local to this test: bytes per element of the activations a stage boundary sends (BF16, 2)."""
+BF16 = 2.0
+"""The default of all three formats: one format everywhere, in which the bytes cancel."""
+
 copies_per_crossing = 2 * k * L_stage * (E - 1) / E
 """Scale-up transfers of one token per stage: each MoE layer dispatches it to k experts and
 combines k results back (2 k), on each of the stage's L_stage MoE layers; with uniform routing
 over E chips, the 1/E of copies whose expert sits on the token's own chip never leave it."""
-t_scale_up = copies_per_crossing * x_token / W_up
-"""Scale-up time per token in one stage (each direction of the links carries it once)."""
-t_scale_out = x_token / W_out
+t_scale_up = k * L_stage * (E - 1) / E * d_model * (b_disp + b_comb) / W_up
+"""Scale-up time per token in one stage: the k dispatched copies and the k combined results of
+each MoE layer (each direction of the links carries them once), each in its own format."""
+t_scale_out = d_model * b_bnd / W_out
 """Scale-out time per token: it leaves the rack once, at the stage boundary."""
 
 
 
 @_derived
 def _RACK_RATIO():
-    """Scale-up over scale-out time per stage, 2 k L_stage (E-1)/(E rho): at least 1 keeps the rack
-    boundary off the critical path. Bytes per token and the widths cancel."""
-    return sp.simplify((t_scale_up / t_scale_out).subs(W_up, rho * W_out))
+    """Scale-up over scale-out time per stage, k L_stage (E-1)(b_disp + b_comb)/(E rho b_bnd): at
+    least 1 keeps the rack boundary off the critical path. d_model and the widths cancel; the
+    formats cancel only when all three are equal."""
+    return sp.factor(sp.simplify((t_scale_up / t_scale_out).subs(W_up, rho * W_out)))
+
+
+@_derived
+def _SAME_FORMAT_RATIO():
+    """The ratio when dispatch, combine and boundary carry one format: 2 k L_stage (E-1)/(E rho)."""
+    return sp.simplify(_RACK_RATIO().subs({b_disp: b_bnd, b_comb: b_bnd}))
 
 
 LECTURE_RHO = LECTURE["scale_up_to_out"]
@@ -460,50 +475,64 @@ LECTURE_RHO = LECTURE["scale_up_to_out"]
 
 @_derived
 def _LECTURE_RATIO():
-    """The lecture's 2 k L_stage / rho (rho = 8 on the board): every copy counted as leaving the chip."""
-    return sp.limit(_RACK_RATIO(), E, sp.oo)
+    """The lecture's 2 k L_stage / rho (rho = 8 on the board): one format, every copy counted as
+    leaving the chip (E -> infinity)."""
+    return sp.limit(_SAME_FORMAT_RATIO(), E, sp.oo)
 
 
 @_derived
 def _MIN_LAYERS():
-    """MoE layers per stage at which scale-up and scale-out times are equal: rho E / (2 k (E-1))."""
-    return sp.solve(sp.Eq(_RACK_RATIO(), 1), L_stage)[0]
+    """MoE layers per stage at which scale-up and scale-out times are equal, in one format:
+    rho E / (2 k (E-1)). ``min_layers_per_stage`` weighs the formats too."""
+    return sp.factor(sp.solve(sp.Eq(_SAME_FORMAT_RATIO(), 1), L_stage)[0])
 
 
 @_derived
 def _k_fanout():
     """Copies one crossing can fan out to over scale-up in the time scale-out moves it once: rho.
     DeepSeek-V3's node-limited routing reads this as experts per node (section 3.2.2)."""
-    return sp.solve(sp.Eq(k * x_token / W_up, x_token / W_out), k)[0].subs(W_up, rho * W_out)
+    x = d_model * b_bnd
+    return sp.solve(sp.Eq(k * x / W_up, x / W_out), k)[0].subs(W_up, rho * W_out)
+
+
+_RACK_ARGS = (k, L_stage, rho, E, b_disp, b_comb, b_bnd)
 
 
 @_derived
 def __rack_ratio():
-    return sp.lambdify((k, L_stage, rho, E), _RACK_RATIO(), "numpy")
+    return sp.lambdify(_RACK_ARGS, _RACK_RATIO(), "numpy")
 
 
 @_derived
-def __lecture_ratio():
-    return sp.lambdify((k, L_stage, rho), _LECTURE_RATIO(), "numpy")
+def __lecture_limit():
+    """The ratio with E -> infinity, formats kept: k L_stage (b_disp + b_comb)/(rho b_bnd)."""
+    return sp.lambdify((k, L_stage, rho, b_disp, b_comb, b_bnd), sp.limit(_RACK_RATIO(), E, sp.oo), "numpy")
 
 
-@_derived
-def __min_layers():
-    return sp.lambdify((k, rho, E), _MIN_LAYERS(), "numpy")
+def _formats(dispatch_bytes, combine_bytes, boundary_bytes) -> tuple:
+    positive("dispatch_bytes", dispatch_bytes)
+    positive("combine_bytes", combine_bytes)
+    positive("boundary_bytes", boundary_bytes)
+    return dispatch_bytes, combine_bytes, boundary_bytes
 
 
-def rack_boundary_ratio(layers_per_stage, experts_per_token, bandwidth_ratio, expert_parallel=None):
+def rack_boundary_ratio(layers_per_stage, experts_per_token, bandwidth_ratio, expert_parallel=None,
+                        dispatch_bytes=BF16, combine_bytes=BF16, boundary_bytes=BF16):
     """Scale-up over scale-out time of one stage (>= 1: the rack boundary is not the bottleneck).
 
     ``bandwidth_ratio`` is per chip, per direction (``systems.get(name).scale_up_to_out``);
-    ``expert_parallel`` = None counts every copy as leaving its chip, as the lecture does."""
+    ``expert_parallel`` = None counts every copy as leaving its chip, as the lecture does. The
+    three formats are bytes per element of the expert dispatch, the expert combine and the stage
+    boundary (DeepEP: 1, 2, 2); with one format they cancel. A bandwidth test: it prices
+    throughput (training, prefill), not the latency of a decode step's few bytes."""
     positive("layers_per_stage", layers_per_stage)
     positive("experts_per_token", experts_per_token)
     positive("bandwidth_ratio", bandwidth_ratio)
+    fmt = _formats(dispatch_bytes, combine_bytes, boundary_bytes)
     if expert_parallel is None:
-        return _scalar(__lecture_ratio()(experts_per_token, layers_per_stage, bandwidth_ratio))
+        return _scalar(__lecture_limit()(experts_per_token, layers_per_stage, bandwidth_ratio, *fmt))
     _check_ep(expert_parallel)
-    return _scalar(__rack_ratio()(experts_per_token, layers_per_stage, bandwidth_ratio, expert_parallel))
+    return _scalar(__rack_ratio()(experts_per_token, layers_per_stage, bandwidth_ratio, expert_parallel, *fmt))
 
 
 def _check_ep(expert_parallel):
@@ -512,18 +541,14 @@ def _check_ep(expert_parallel):
         raise ChalkError(f"expert_parallel must be >= 2 (one chip sends nothing), got {expert_parallel!r}")
 
 
-def min_layers_per_stage(experts_per_token, bandwidth_ratio, expert_parallel=None) -> int:
+def min_layers_per_stage(experts_per_token, bandwidth_ratio, expert_parallel=None,
+                         dispatch_bytes=BF16, combine_bytes=BF16, boundary_bytes=BF16) -> int:
     """Fewest whole MoE layers per stage that keep scale-out off the critical path."""
-    positive("experts_per_token", experts_per_token)
-    positive("bandwidth_ratio", bandwidth_ratio)
-    if expert_parallel is None:
-        exact = float(sp.solve(sp.Eq(_LECTURE_RATIO(), 1), L_stage)[0].subs(
-            {k: experts_per_token, rho: bandwidth_ratio}))
-    else:
-        _check_ep(expert_parallel)
-        exact = float(__min_layers()(experts_per_token, bandwidth_ratio, expert_parallel))
+    # The ratio is linear in the layers: the fewest is 1 / (the ratio at one layer), rounded up.
+    one = rack_boundary_ratio(1, experts_per_token, bandwidth_ratio, expert_parallel,
+                              dispatch_bytes, combine_bytes, boundary_bytes)
     # A tolerance so that an exact integer (rho = 16, k = 8: 1.0) is not rounded up by float noise.
-    return max(1, math.ceil(exact - 1e-9))
+    return max(1, math.ceil(1 / one - 1e-9))
 
 
 def experts_per_crossing(bandwidth_ratio) -> float:
@@ -537,7 +562,7 @@ def experts_per_crossing(bandwidth_ratio) -> float:
 
 @dataclass(frozen=True)
 class RackBoundary:
-    """The rack-boundary test for one model on one system."""
+    """The rack-boundary test for one model on one system, in the formats it was asked for."""
     model: str
     system: str
     experts_per_token: int
@@ -545,6 +570,9 @@ class RackBoundary:
     bandwidth_ratio: float
     ratio_one_layer: float
     min_layers: int
+    expert_parallel: int | None = None
+    formats: tuple[float, float, float] = (BF16, BF16, BF16)
+    """Bytes per element of dispatch, combine and boundary."""
 
     @property
     def max_stages(self) -> int:
@@ -552,7 +580,8 @@ class RackBoundary:
         return max(1, self.moe_layers // self.min_layers)
 
 
-def rack_boundary(model, system, expert_parallel=None) -> RackBoundary:
+def rack_boundary(model, system, expert_parallel=None, dispatch_bytes=BF16, combine_bytes=BF16,
+                  boundary_bytes=BF16) -> RackBoundary:
     """The test for a catalog MoE model on a catalog system, with the system's real ratio."""
     mdl = model if isinstance(model, _models.Model) else _models.get(model)
     sys_ = system if isinstance(system, _systems.System) else _systems.get(system)
@@ -560,9 +589,31 @@ def rack_boundary(model, system, expert_parallel=None) -> RackBoundary:
         raise ChalkError(f"model: {mdl.display} has no MoE layers, so no all-to-all to weigh the "
                          f"boundary against; pick an MoE model (e.g. deepseek-v3, mixtral-8x7b)")
     kk, ratio = mdl.moe["experts_per_token"], sys_.scale_up_to_out
+    fmt = _formats(dispatch_bytes, combine_bytes, boundary_bytes)
     return RackBoundary(mdl.name, sys_.name, kk, mdl.n_moe_layers, ratio,
-                        rack_boundary_ratio(1, kk, ratio, expert_parallel),
-                        min_layers_per_stage(kk, ratio, expert_parallel))
+                        rack_boundary_ratio(1, kk, ratio, expert_parallel, *fmt),
+                        min_layers_per_stage(kk, ratio, expert_parallel, *fmt), expert_parallel, fmt)
+
+
+def switched_systems() -> list[_systems.System]:
+    """The catalog systems the rack test prices: whole scale-up domains in which every chip reaches
+    every other at its own link rate (NVLink, Infinity Fabric). TPU pods are left out: their ICI is
+    a torus, on which an all-to-all gets only a share of each chip's links (``moe.torus_share``),
+    and a v5p cube is a slice of a larger domain (``moe.is_slice``)."""
+    from . import moe   # imported here: moe loads the roofline, which this module does not need
+    return [s for s in _systems.catalog_systems().values()
+            if s.chip.vendor != "Google" and not moe.is_slice(s) and moe.torus_shape(s) is None]
+
+
+DEEPEP_FORMATS = dict(dispatch_bytes=1.0, combine_bytes=2.0, boundary_bytes=2.0)
+"""DeepEP's formats (DeepSeek-AI 2025): FP8 dispatch, BF16 combine; the boundary sends BF16."""
+
+
+def rack_test(model="deepseek-v3", **formats) -> list[RackBoundary]:
+    """The rack test on every switched catalog system, experts spread over all its chips
+    (E = the system's count): the one computation behind Chapter 3's table, its correction box
+    and its cards. ``formats`` as ``rack_boundary``'s (default one format, BF16)."""
+    return [rack_boundary(model, s, expert_parallel=s.count, **formats) for s in switched_systems()]
 
 
 # --- the kinds of parallelism -----------------------------------------------------------------
@@ -622,6 +673,10 @@ class TrafficRow:
     compute_time: float
     scale_up_time: float
     scale_out_time: float
+    hides_above: float | None = None
+    """Tokens per chip per step above which the transfer hides behind compute over scale-out, for
+    a kind whose bytes do not grow with the tokens (data parallelism's gradients); None for the
+    kinds whose bytes grow with the tokens as the compute does, whose verdict no batch changes."""
 
     @property
     def network(self) -> str:
@@ -665,9 +720,23 @@ def parallelism_table(model, system, degree: int, tokens: float, grad_bytes: flo
         if name == "expert" and not mdl.moe:
             continue
         sent = float(kind.bytes_per_chip.subs(values | {kind.degree: n_chips}))
+        out_time = sent / chip.scale_out_bandwidth
+        # compute grows with the tokens; fixed bytes hide once the tokens make the step long enough
+        hides = None if kind.bytes_per_chip.has(n_tok) else tokens / n_chips * out_time / compute
         rows.append(TrafficRow(name, kind.splits, kind.sends, n_chips, sent, compute,
-                               sent / chip.scale_up_bandwidth, sent / chip.scale_out_bandwidth))
+                               sent / chip.scale_up_bandwidth, out_time, hides))
     return rows
+
+
+def published_tokens_per_chip(layout: str) -> float:
+    """Tokens each chip processes per step in a published training layout that prints its batch:
+    batch sequences x sequence length / chips (DeepSeek-V3: 15,360 x 4,096 / 2,048 = 30,720)."""
+    from .catalog import layouts
+    lay = layouts.get(layout)
+    if "batch_sequences" not in lay:
+        raise ChalkError(f"layout: {layout!r} prints no batch; known with one: "
+                         f"{', '.join(n for n in layouts.names() if 'batch_sequences' in layouts.get(n))}")
+    return lay["batch_sequences"] * lay["seq_len"] / lay["chips"]
 
 
 def data_parallel_degree(chips: int, tensor: int = 1, context: int = 1, pipeline: int = 1) -> int:

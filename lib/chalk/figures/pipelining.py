@@ -46,6 +46,21 @@ def _color(e: pipeline.Event) -> str:
     return COLORS[_shade(e)]
 
 
+# --- the chapter's traffic table -----------------------------------------------------------------
+TRAFFIC = dict(model="deepseek-v3", system="gb200-nvl72", degree=8, layout="deepseek-v3", grad_bytes=4)
+"""Chapter 3's traffic table: DeepSeek-V3 on GB200 NVL72 chips, each kind alone at 8 chips, FP32
+gradients, at the tokens per GPU of DeepSeek-V3's own pre-training step."""
+
+
+def traffic_rows(tokens_per_chip=None, **inputs) -> list[pipeline.TrafficRow]:
+    """The table's rows; ``tokens_per_chip`` (default: the published run's) and
+    ``parallelism_table``'s inputs (``mfu``, ``grad_bytes``, ...) change one input at a time."""
+    t = tokens_per_chip or pipeline.published_tokens_per_chip(TRAFFIC["layout"])
+    kw = {"grad_bytes": TRAFFIC["grad_bytes"]} | inputs
+    return pipeline.parallelism_table(TRAFFIC["model"], TRAFFIC["system"], TRAFFIC["degree"],
+                                      TRAFFIC["degree"] * t, **kw)
+
+
 # --- static figures for the chapter -----------------------------------------------------------
 def gantt_figure(runs, titles, width=8.0, label_limit=16):
     """Gantt charts of simulated steps, one row of axes each: stage 1 at the top, time to the

@@ -353,27 +353,32 @@ def _speculative() -> str:
 def _one_layer_stages() -> str:
     k = models.get("deepseek-v3").moe["experts_per_token"]
     lecture = pipeline.rack_boundary_ratio(1, k, pipeline.LECTURE_RHO)
-    rows = {s.name: pipeline.rack_boundary("deepseek-v3", s) for s in systems.catalog_systems().values()}
-    failing = sorted(name for name, rb in rows.items() if rb.min_layers > 1)
-    nvl72 = rows["gb200-nvl72"]
+    # The chapter's table: switched systems, experts over all their chips, one format and DeepEP's.
+    same = {rb.system: rb for rb in pipeline.rack_test("deepseek-v3")}
+    mixed = {rb.system: rb for rb in pipeline.rack_test("deepseek-v3", **pipeline.DEEPEP_FORMATS)}
+    failing = [name for name, rb in same.items() if rb.min_layers > 1]
+    failing_mixed = [name for name, rb in mixed.items() if rb.min_layers > 1]
+    nvl72, nvl72_mixed = same["gb200-nvl72"], mixed["gb200-nvl72"]
     return (f"With the board's $\\rho$ = {pipeline.LECTURE_RHO:.0f} and $k$ = {k}, one layer per stage "
             f"gives {lecture:.0f}, but $\\rho$ is the system's own per-direction ratio: on a GB200 NVL72 "
-            f"($\\rho$ = {nvl72.bandwidth_ratio:.0f}) one DeepSeek-V3 layer gives {nvl72.ratio_one_layer:.2f} and "
-            f"a stage needs {nvl72.min_layers} MoE layers. Of the catalog's {len(rows)} systems, "
-            f"{len(failing)} need more than one layer per stage ({', '.join(f'`{n}`' for n in failing)}). "
-            "A faster scale-up fabric makes the test harder, not easier.")
+            f"($\\rho$ = {nvl72.bandwidth_ratio:.0f}, experts over its {nvl72.expert_parallel} GPUs) one "
+            f"DeepSeek-V3 layer gives {nvl72.ratio_one_layer:.2f}, {nvl72_mixed.ratio_one_layer:.2f} with DeepEP's "
+            f"FP8 dispatch, and a stage needs {nvl72.min_layers} MoE layers. Of the catalog's {len(same)} switched "
+            f"scale-up systems, {len(failing)} need more than one layer per stage "
+            f"({', '.join(f'`{n}`' for n in failing)}), {len(failing_mixed)} with FP8 dispatch. A faster "
+            "scale-up fabric makes the test harder, not easier.")
 
 
 def _batch_not_neutral() -> str:
     stages = 4
     alone = pipeline.simulate(stages, 1, "inference").idle_fraction
     hop = 0.5
-    return (f"Latency is neutral apart from one hop per stage boundary, but the batch is not: with "
-            f"{stages} stages one batch alone leaves {alone:.0%} of every stage idle, so {stages} micro-batches, "
-            "each as large as one rack needs to amortise its weights, must be in flight to keep the pipeline "
-            "busy. In decode each token loops back to the first stage, so hops raise that further: at a hop "
-            f"of {hop:g} $t_F$ it takes {pipeline.decode_microbatches_needed(stages, hop)}. The batch in flight "
-            "grows at least $P$-fold, and with it the KV cache (Chapter 4).")
+    return (f"Neutral for the batch each rack runs, yes: each stage still needs one rack's balance batch. "
+            f"What grows is the number of concurrent users one model instance needs: one batch alone in "
+            f"{stages} stages leaves {alone:.0%} of every stage idle, so {stages} such batches must be in flight, "
+            f"and in decode, where each token loops back to the first stage, "
+            f"{pipeline.decode_microbatches_needed(stages, hop)} at hops of {hop:g} $t_F$. Each brings its own "
+            "KV cache (Chapter 4).")
 
 
 _REV_MODEL, _REV_TOKENS = "llama-3-70b", 8 * 8192
@@ -594,7 +599,7 @@ REGISTRY: tuple[Correction, ...] = (
     Correction("one-layer-stages", "03_pipelining", "One MoE layer per stage is not always enough",
                f"With $k \\approx 8$, $2kL_\\text{{stage}}/{pipeline.LECTURE_RHO:.0f} \\ge 1$ holds at one layer "
                "per stage, so racks could be pipelined a layer at a time.", _one_layer_stages),
-    Correction("pipeline-batch-neutral", "03_pipelining", "Pipelining is not neutral for the batch",
+    Correction("pipeline-batch-neutral", "03_pipelining", "Neutral for each rack's batch, not for the users an instance needs",
                "In inference, pipelining is neutral for latency and for batch size; it only cuts memory per rack.",
                _batch_not_neutral),
     Correction("transcript-slips", "06_long_context_pricing", "Small slips in the transcript",

@@ -16,8 +16,8 @@ _CARD_GANTT = dict(stages=4, microbatches=6)
 
 
 def _nvl72():
-    # The chapter's table counts the choices that stay on a chip: E = the rack's chips.
-    return pipeline.rack_boundary(_DS, _NVL72, expert_parallel=systems.get(_NVL72).count)
+    # The chapter's table and correction box: the same rows (experts over the rack's chips).
+    return next(rb for rb in pipeline.rack_test(_DS) if rb.system == _NVL72)
 
 
 def _ds_layout():
