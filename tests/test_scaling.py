@@ -321,3 +321,42 @@ def test_chapter_5_figures_cards_and_explorer_raise_no_chalk_warning():
             figure()
     with pytest.warns(RangeWarning, match="extrapolation"):  # the same plane's corner, asked for alone
         scaling.loss(overtraining.N_RANGE[0], overtraining.D_RANGE[1])
+
+
+# --- served tokens by kind, and lifetime shares other than thirds -------------------------------
+def test_served_mix_weights_each_kind_by_its_flops():
+    # DeepSeek's published day (2025-02-28): 608 B input tokens, 342 B of them cache hits, 168 B
+    # output. Uncached prompts at training's rate (1), hits free (0), outputs at decode's 3:
+    # (266 + 3 x 168) / 776 = 0.9923.
+    mix = scaling.served_mix(608e9, 342e9, 168e9, 3.0)
+    assert mix.tokens == pytest.approx(776e9)
+    assert mix.inefficiency == pytest.approx((266e9 + 3 * 168e9) / 776e9, rel=1e-12)
+    # Everything charged at decode's rate is the lecture's single eta.
+    assert scaling.served_mix(608e9, 342e9, 168e9, 3.0, 3.0, 3.0).inefficiency == pytest.approx(3.0)
+    # The thirds with that mix: 6 D_pre = 2 x 0.9923 D_inf, a third of the lecture's D_pre = D_inf.
+    assert scaling.token_split(inference_inefficiency=mix.inefficiency)[1] == pytest.approx(0.9923 / 3, rel=1e-4)
+
+
+def test_fifty_fifty_shares_halve_the_pretraining_tokens():
+    # Dwarkesh's split: pre-training and RL a quarter each, inference a half. 6 D_pre = (2 x 3 D_inf) / 2
+    # gives D_pre = D_inf / 2; 6 D_pre = 3 x 3 D_RL still gives D_pre = 1.5 D_RL (equal shares).
+    assert scaling.token_split(shares=(1, 1, 2)) == (pytest.approx(1.5), pytest.approx(0.5))
+    assert scaling.token_split(shares=(2, 1, 1)) == (pytest.approx(3.0), pytest.approx(2.0))
+
+
+def test_exponential_case_is_exact():
+    # The lecture's a e^x + b e^-x: at the minimum a e^x = b e^-x.
+    assert scaling.heuristic_exp_term_ratio == 1
+
+
+@pytest.mark.parametrize("call, param", [
+    (lambda: scaling.served_mix(100, 150, 10), "cached_tokens"),
+    (lambda: scaling.served_mix(100, -1, 10), "cached_tokens"),
+    (lambda: scaling.served_mix(0, 0, 10), "input_tokens"),
+    (lambda: scaling.served_mix(100, 10, 10, decode_inefficiency=0), "decode_inefficiency"),
+    (lambda: scaling.token_split(shares=(1, 0, 1)), "shares"),
+    (lambda: scaling.token_split(shares=(1, 1)), "shares"),
+])
+def test_served_mix_and_shares_name_bad_input(call, param):
+    with pytest.raises(ChalkError, match=rf"\b{param}\b"):
+        call()

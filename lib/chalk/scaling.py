@@ -62,6 +62,17 @@ def _heuristic_term_ratio():
     return sp.simplify((a * x**p / (b * x**-q)).subs(x, _heuristic_x_min()))
 
 
+heuristic_exp_f = a * sp.exp(x) + b * sp.exp(-x)
+"""The lecture's other exact case: y = e^x turns it into a y + b/y, so p = q = 1."""
+
+
+@_derived
+def _heuristic_exp_term_ratio():
+    """Rising over falling term at the minimum of a e^x + b e^-x: exactly 1."""
+    x_min = sp.solve(sp.diff(heuristic_exp_f, x), x)[0]
+    return sp.simplify((a * sp.exp(x) / (b * sp.exp(-x))).subs(x, x_min))
+
+
 @_derived
 def _heuristic_x_equal():
     return sp.solve(sp.Eq(a * x**p, b * x**-q), x)[0]
@@ -193,6 +204,28 @@ def _cost_ratio_at_optimum():
 def __equal():
     return sp.solve([sp.Eq(pretraining_flops, rl_flops), sp.Eq(pretraining_flops, inference_flops)],
                     [D_RL, D_inf], dict=True)[0]
+
+
+s_pre, s_RL, s_inf = sp.symbols(r"s_\text{pre} s_\text{RL} s_\text{inf}", positive=True)
+"""Shares of the lifetime compute: the thirds are 1 : 1 : 1, Dwarkesh's 50/50 is 1 : 1 : 2."""
+
+
+@_derived
+def __shared():
+    return sp.solve([sp.Eq(pretraining_flops / s_pre, rl_flops / s_RL),
+                     sp.Eq(pretraining_flops / s_pre, inference_flops / s_inf)], [D_RL, D_inf], dict=True)[0]
+
+
+@_derived
+def _split_rl_shares():
+    """D_pre/D_RL when pre-training and RL cost in the ratio s_pre : s_RL."""
+    return sp.simplify(D / __shared()[D_RL])
+
+
+@_derived
+def _split_inf_shares():
+    """D_pre/D_inf when pre-training and inference cost in the ratio s_pre : s_inf."""
+    return sp.simplify(D / __shared()[D_inf])
 
 
 @_derived
@@ -459,16 +492,53 @@ def lifetime_optimal(target_loss, inference_tokens, fit: str = "hoffmann", infer
 
 
 def token_split(rl_flops_per_param_token=LECTURE["rl_flops_per_param_token"],
-                rl_inefficiency=LECTURE["rl_inefficiency"], inference_inefficiency=LECTURE["inference_inefficiency"]):
-    """(D_pre/D_RL, D_pre/D_inf) when pre-training, RL and inference cost the same: the lecture's
-    thirds. Inefficiencies are 1/eta (3 = a third of pre-training's efficiency); the lecture's
-    inputs give (1.5, 1)."""
+                rl_inefficiency=LECTURE["rl_inefficiency"], inference_inefficiency=LECTURE["inference_inefficiency"],
+                shares=(1, 1, 1)):
+    """(D_pre/D_RL, D_pre/D_inf) when pre-training, RL and inference cost in the ratio ``shares``
+    (default equal: the lecture's thirds; Dwarkesh's 50/50 is (1, 1, 2)). Inefficiencies are 1/eta
+    (3 = a third of pre-training's efficiency); the lecture's inputs give (1.5, 1).
+
+    ``inference_inefficiency`` is the FLOP-weighted 1/eta of every served token (``served_mix``): it
+    may fall below 1, since prefix-cache hits cost next to nothing."""
     in_range("rl_flops_per_param_token", rl_flops_per_param_token, *KAPPA_RANGE)
-    for name, value in (("rl_inefficiency", rl_inefficiency), ("inference_inefficiency", inference_inefficiency)):
+    positive("rl_inefficiency", rl_inefficiency)
+    in_range("rl_inefficiency", rl_inefficiency, 1, np.inf)
+    positive("inference_inefficiency", inference_inefficiency)
+    if len(shares) != 3:
+        raise ChalkError(f"shares must be three numbers (pre-training, RL, inference), got {shares!r}")
+    for name, value in zip(("shares[0]", "shares[1]", "shares[2]"), shares):
         positive(name, value)
-        in_range(name, value, 1, np.inf)
-    values = {kappa: rl_flops_per_param_token, eta_RL: 1 / rl_inefficiency, eta_inf: 1 / inference_inefficiency}
-    return float(_split_rl().subs(values)), float(_split_inf().subs(values))
+    values = {kappa: rl_flops_per_param_token, eta_RL: 1 / rl_inefficiency, eta_inf: 1 / inference_inefficiency,
+              s_pre: shares[0], s_RL: shares[1], s_inf: shares[2]}
+    return float(_split_rl_shares().subs(values)), float(_split_inf_shares().subs(values))
+
+
+class ServedMix(NamedTuple):
+    """A day (or a life) of served tokens by kind, and what they cost together."""
+    tokens: float
+    """every served token: prompts (cached or not) and outputs"""
+    inefficiency: float
+    """FLOP-weighted 1/eta over all of them, relative to pre-training's efficiency"""
+
+
+def served_mix(input_tokens, cached_tokens, output_tokens, decode_inefficiency=LECTURE["inference_inefficiency"],
+               prefill_inefficiency=1.0, cached_inefficiency=0.0) -> ServedMix:
+    """Served tokens split by how they are processed: uncached prompt tokens in a compute-bound
+    prefill (near training's efficiency, 1/eta = 1), prompt tokens read from a prefix cache (no
+    forward pass: 0) and output tokens in memory-bound decode (``decode_inefficiency``). Returns the
+    total and the 1/eta that charges it the same FLOPs as the three kinds at their own rates: what
+    ``inference_flops``' single eta_inf stands for."""
+    for name, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
+        positive(name, value)
+    non_negative("cached_tokens", cached_tokens)
+    in_range("cached_tokens", cached_tokens, 0, input_tokens)
+    positive("decode_inefficiency", decode_inefficiency)
+    positive("prefill_inefficiency", prefill_inefficiency)
+    non_negative("cached_inefficiency", cached_inefficiency)
+    total = input_tokens + output_tokens
+    weighted = ((input_tokens - cached_tokens) * prefill_inefficiency + cached_tokens * cached_inefficiency
+                + output_tokens * decode_inefficiency)
+    return ServedMix(float(total), float(weighted / total))
 
 
 

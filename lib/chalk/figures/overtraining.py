@@ -20,7 +20,7 @@ from . import explorer, twin
 from .canvas import Layers, describe, new_figure, png, style
 from .explorer import Dropdown, linear_slider, log_slider
 
-SHOWN_FITS = ("hoffmann", "epoch")
+SHOWN_FITS = ("epoch", "hoffmann")
 N_RANGE, D_RANGE = (1e8, 1e13), (1e9, 1e17)
 """The (N, D) plane drawn: 100 M to 10 T parameters, 1 B to 100 P tokens."""
 LEVELS = (1.9, 2.0, 2.1, 2.3, 2.6, 3.0)
@@ -224,15 +224,23 @@ def figure(fit="hoffmann", target_loss=2.0, inference_tokens=None, **use) -> byt
 SESSION = [
     {"inference_tokens": 1e13}, {"inference_tokens": 3.16e13}, {"inference_tokens": 1e14},
     {"inference_tokens": 3.16e15}, {"inference_tokens": 1e16}, {"target_loss": 2.1},
-    {"inference_tokens": 1e12}, {"inference_tokens": 1e15}, {"fit": "epoch"}, {"inference_tokens": 3.16e14},
+    {"inference_tokens": 1e12}, {"inference_tokens": 1e15}, {"fit": "hoffmann"}, {"inference_tokens": 3.16e14},
     {"rl_tokens": 1e13}, {"rl_tokens": 1e14}, {"inference_tokens": 1e17}, {"inference_inefficiency": 1},
     {"inference_tokens": 1e11}, {"inference_tokens": 3.16e12}, {"target_loss": 1.95}, {"inference_tokens": 1e14},
-    {"rl_inefficiency": 5}, {"inference_tokens": 1e15}, {"fit": "hoffmann"}, {"inference_tokens": 3.16e16},
+    {"rl_inefficiency": 5}, {"inference_tokens": 1e15}, {"fit": "epoch"}, {"inference_tokens": 3.16e16},
     {"rl_flops_per_param_token": 6}, {"inference_tokens": 1e13}, {"inference_tokens": 3.16e13},
     {"target_loss": 2.3}, {"inference_tokens": 1e16}, {"inference_inefficiency": 3}, {"inference_tokens": 1e14},
     {"inference_tokens": 3.16e11},
 ]
 """A reader's session for the benchmark: the inference volume most often."""
+
+
+def power10(x: float, digits: int = 2) -> str:
+    """A large number as Chapter 5 prints it in its prose, its deeper page and its cards:
+    'm × 10ᵏ', with ``digits`` significant digits and the exponent in superscript."""
+    mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
+    return f"{mantissa} × 10" + str(int(exponent)).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
+
 
 LECTURE_INFERENCE = scaling.served_tokens(LECTURE["tokens_per_second_all_models"] / LECTURE["models_per_family"],
                                           LECTURE["days_live"])
@@ -247,33 +255,57 @@ LECTURE_USE = dict(inference_efficiency=1 / LECTURE["inference_inefficiency"], r
 """The lecture's RL and inference, as ``scaling.lifetime_flops`` and ``lifetime_optimal`` take them."""
 
 
-def lecture_lifetime(fit="hoffmann") -> dict:
-    """The lecture's scenario solved exactly: the loss of its model (N_act at 20 tokens per parameter)
-    reached with the fewest lifetime FLOPs, against Chinchilla's model for that loss."""
-    n_lecture = LECTURE["active_params"]
-    target = scaling.loss(n_lecture, LECTURE["tokens_per_param"] * n_lecture, fit)
-    use = dict(LECTURE_USE)
-    eta = use.pop("inference_efficiency")
-    n, d, _ = scaling.lifetime_optimal(target, LECTURE_INFERENCE, fit, eta, **use)
+def lecture_tokens(inference_inefficiency=LECTURE["inference_inefficiency"], shares=(1, 1, 1)) -> dict:
+    """The lecture's model by its own rule: D_inf from its traffic guess, and the D_pre and D_RL that
+    split the lifetime compute in ``shares`` (the thirds by default) when a served token costs
+    ``inference_inefficiency`` (1/eta, FLOP-weighted: ``scaling.served_mix``)."""
+    split_rl, split_inf = scaling.token_split(inference_inefficiency=inference_inefficiency, shares=shares)
+    d_pre = LECTURE_INFERENCE * split_inf
+    return {"D_inf": LECTURE_INFERENCE, "D_pre": d_pre, "D_RL": d_pre / split_rl,
+            "ratio": scaling.overtraining_ratio(LECTURE["active_params"], d_pre)}
+
+
+def lecture_lifetime(fit="hoffmann", target_tokens=None,
+                     inference_inefficiency=LECTURE["inference_inefficiency"]) -> dict:
+    """The lecture's scenario solved exactly: the loss of its 100 B model trained on ``target_tokens``
+    reached with the fewest lifetime FLOPs, serving its D_inf and running the thirds' D_RL.
+
+    By default the target is the lecture's own model, trained on the D_pre its thirds give;
+    ``target_tokens = 20 N`` asks instead for the quality of a Chinchilla-trained 100 B model. Served
+    tokens cost ``inference_inefficiency`` (FLOP-weighted, below 1 when cache hits are free): they are
+    charged as that many tokens at training's efficiency, the same FLOPs. Returns the target, the
+    optimum (N, D_pre), Chinchilla's model for that loss (N0, D0) and the lifetime FLOPs of the
+    optimum (life), of Chinchilla's model (life0) and of the 100 B model on target_tokens (life_ref)."""
+    n_ref = LECTURE["active_params"]
+    tokens = lecture_tokens(inference_inefficiency)
+    d_ref = tokens["D_pre"] if target_tokens is None else target_tokens
+    with scaling.extrapolating():  # the lecture's model trains on 2.6e14 tokens, near the fits' edge
+        target = scaling.loss(n_ref, d_ref, fit)
+    use = dict(rl_tokens=tokens["D_RL"], rl_flops_per_param_token=LECTURE["rl_flops_per_param_token"],
+               rl_efficiency=1 / LECTURE["rl_inefficiency"])
+    served = LECTURE_INFERENCE * inference_inefficiency
+    n, d, _ = scaling.lifetime_optimal(target, served, fit, 1.0, **use)
     n0, d0 = scaling.loss_optimal(target, fit)
-    return {"target": target, "N": n, "D_pre": d, "N0": n0, "D0": d0,
-            "life": scaling.lifetime_flops(n, d, LECTURE_INFERENCE, eta, **use),
-            "life0": scaling.lifetime_flops(n0, d0, LECTURE_INFERENCE, eta, **use)}
+    return {"target": target, "N": n, "D_pre": d, "N0": n0, "D0": d0, "N_ref": n_ref, "D_ref": d_ref,
+            "life": scaling.lifetime_flops(n, d, served, 1.0, **use),
+            "life0": scaling.lifetime_flops(n0, d0, served, 1.0, **use),
+            "life_ref": scaling.lifetime_flops(n_ref, d_ref, served, 1.0, **use)}
 
 
 class Explorer(explorer.Explorer):
     """Chapter 5's explorer. ``update(**params)`` sets any of ``defaults``' keys and redraws."""
     controls = (
         Dropdown("fit", "loss fit", tuple((scaling.get_fit(f).display, f) for f in scaling.FITS)),
-        linear_slider("target_loss", "target loss", 1.85, 2.6, 0.05, valid=(0.01, 10)),
+        linear_slider("target_loss", "target loss", 1.75, 2.6, 0.05, valid=(0.01, 10)),
         log_slider("inference_tokens", "inference tokens", 1e11, 1e17, per_decade=4),
         log_slider("rl_tokens", "RL tokens", 1e11, 1e16, per_decade=4, valid=(0, 1e17)),
         linear_slider("rl_flops_per_param_token", "RL FLOPs/param/token", *scaling.KAPPA_RANGE, 0.5),
         linear_slider("rl_inefficiency", "RL inefficiency 1/η", 1, 10, 0.5, valid=(0.01, 100)),
         linear_slider("inference_inefficiency", "decode inefficiency 1/η", 1, 10, 0.5, valid=(0.01, 100)),
     )
-    # 1.9 nats: about the loss of the lecture's 100 B model at 20 tokens per parameter (Hoffmann fit).
-    defaults = dict(fit="hoffmann", target_loss=1.9, inference_tokens=float(f"{LECTURE_INFERENCE:.3g}"),
+    # 1.9 nats: the loss of the lecture's 100 B model on the 2.6e14 tokens its thirds give, under the
+    # replication (1.8 under Hoffmann's Approach 3, below the replication's irreducible loss).
+    defaults = dict(fit="epoch", target_loss=1.9, inference_tokens=float(f"{LECTURE_INFERENCE:.3g}"),
                     rl_tokens=float(f"{LECTURE_RL:.3g}"),
                     rl_flops_per_param_token=LECTURE["rl_flops_per_param_token"],
                     rl_inefficiency=LECTURE["rl_inefficiency"], inference_inefficiency=LECTURE["inference_inefficiency"])
@@ -298,10 +330,11 @@ class Explorer(explorer.Explorer):
 
 
 # --- static twin ------------------------------------------------------------------------------
-TARGETS = (1.9, 2.0, 2.2)
+TARGETS = (1.9, 1.8, 2.0, 2.2)
 RL_CHOICES = (1e14, 1e13, 0.0)
 EFFICIENCIES = (("3", "RL and decode at 1/3 of pre-training's"), ("1", "all at pre-training's efficiency"))
-"""The first of each menu is nearest the lecture's scenario, which the twin opens on."""
+"""The first of each menu is nearest the lecture's scenario (the target: its own model's loss under
+the replication), which the twin opens on; 1.8 is that loss under Hoffmann's fit."""
 START_INFERENCE = LECTURE_INFERENCE
 TEMPLATE = ("D_inf = {inference_tokens} T tokens: N* = {n_b} B parameters on D_pre = {d_t} T tokens "
             "({vs_rule}x the 20:1 rule, {vs_fit}x this fit's frontier); lifetime {total} x 1e24 FLOPs, "

@@ -5,11 +5,10 @@ The scenario constants below are the inputs the problem set states; none is a sc
 works, so no answer is printed there. The choice items' keys are letters; tests/test_problems_ch05.py
 recomputes the quantity each one turns on, with chalk and by hand, and asserts the letter.
 """
-import sympy as sp
 
 from ... import scaling
 from ...catalog import models
-from ...notation import D, D_inf, N_act, a, b, eta_RL, eta_inf, kappa, p, q
+from ...notation import D, N_act, a, b, eta_RL, kappa, p, q
 from ..exercises import Choice, Choices, Exercise, Mistake
 
 EXPONENTS = dict(p=0.5, q=2.0)
@@ -55,16 +54,12 @@ def _rl_one_efficiency():
     return _rl(inefficiency=1.0) * RL_SPLIT["decode_inefficiency"]
 
 
-_PRE_HALF_OF_INFERENCE = sp.solve(sp.Eq(scaling.pretraining_flops, scaling.inference_flops / 2), D)[0]
-"""D_pre when pre-training costs half what inference costs: the 50/50 split with the training half
-shared equally by pre-training and RL (a quarter of the lifetime each)."""
-_PRE_EQUALS_INFERENCE = sp.solve(sp.Eq(scaling.pretraining_flops, scaling.inference_flops), D)[0]
-
-
-def _fifty(split=_PRE_HALF_OF_INFERENCE, odds=FIFTY["frontier_odds"]):
+def _fifty(shares=(1, 1, 2), odds=FIFTY["frontier_odds"]):
+    """Times the 20:1 rule when the lifetime splits in ``shares`` (pre-training, RL, inference):
+    Dwarkesh's 50/50 gives the training half to pre-training and RL equally."""
     f = FIFTY
     d_inf = scaling.served_tokens(f["tokens_per_second"], f["days"]) * odds
-    d_pre = float(split.subs({D_inf: d_inf, eta_inf: 1 / f["inference_inefficiency"]}))
+    d_pre = d_inf * scaling.token_split(inference_inefficiency=f["inference_inefficiency"], shares=shares)[1]
     return scaling.overtraining_ratio(f["active_params"], d_pre)
 
 
@@ -88,20 +83,13 @@ def _x(exponents):
     return float(scaling.heuristic_x_min.subs(values)), float(scaling.heuristic_x_equal.subs(values))
 
 
-def _mix_split(prefill_inefficiency=1.0, cached_inefficiency=None, decode_inefficiency=MIX["decode_inefficiency"]):
+def _mix_split(prefill_inefficiency=1.0, cached_inefficiency=0.0, decode_inefficiency=MIX["decode_inefficiency"]):
     """D_pre / D_inf by the thirds (pre-training costs what inference costs), D_inf every served
-    token, with each kind of token at its own inefficiency; cache hits cost no FLOPs unless
-    ``cached_inefficiency`` is given."""
+    token, with each kind of token at its own inefficiency (cache hits free by default)."""
     m = MIX
-    cached = m["input_tokens"] * m["cached_share"]
-    parts = [(m["input_tokens"] - cached, prefill_inefficiency), (m["output_tokens"], decode_inefficiency)]
-    if cached_inefficiency is not None:
-        parts.append((cached, cached_inefficiency))
-    flops = sum(float(scaling.inference_flops.subs({N_act: 1, D_inf: tokens, eta_inf: 1 / ineff}))
-                for tokens, ineff in parts)
-    served = m["input_tokens"] + m["output_tokens"]
-    efficiency = float(scaling.inference_flops.subs({N_act: 1, D_inf: served, eta_inf: 1})) / flops
-    return float(scaling.split_inf.subs(eta_inf, efficiency))
+    mix = scaling.served_mix(m["input_tokens"], m["input_tokens"] * m["cached_share"], m["output_tokens"],
+                             decode_inefficiency, prefill_inefficiency, cached_inefficiency)
+    return scaling.token_split(inference_inefficiency=mix.inefficiency)[1]
 
 
 UNITS_B = "the answer is asked in parameters, not billions."
@@ -179,11 +167,11 @@ EXERCISES = (
         mistakes=(
             Mistake("that sets pre-training's cost equal to inference's (the thirds); under the 50/50 split "
                     "pre-training and RL share the training half, so pre-training costs half of inference.",
-                    value=lambda: _fifty(split=_PRE_EQUALS_INFERENCE)),
+                    value=lambda: _fifty(shares=(1, 1, 1))),
             Mistake("a model that may not stay frontier serves only its expected tokens: discount D_inf by the odds.",
                     value=lambda: _fifty(odds=1.0)),
             Mistake("that is the thirds without the discount: both the split and the odds are asked for.",
-                    value=lambda: _fifty(split=_PRE_EQUALS_INFERENCE, odds=1.0)),
+                    value=lambda: _fifty(shares=(1, 1, 1), odds=1.0)),
             Mistake("the 20:1 rule asks for 20 N tokens: divide by 20 as well as by N.", factor=20),
         )),
     Exercise(
