@@ -514,21 +514,29 @@ def _rl_coefficients() -> str:
 
 def _overtraining_guess() -> str:
     from .. import scaling
+    from ..catalog import operators
     from ..catalog.overtraining import LECTURE as OT
     from ..figures import overtraining
+    from ..operator import DEEPSEEK
     n = OT["active_params"]
     ratio = scaling.overtraining_ratio(n, overtraining.LECTURE_INFERENCE)
     five = scaling.overtraining_ratio(n, scaling.served_tokens(OT["tokens_per_second_all_models"] / 5, OT["days_live"]))
     rumour = scaling.overtraining_ratio(n, OT["rumoured_pretraining_tokens"])
-    ratios = sorted(scaling.overtraining_ratio(x["N"], x["D_pre"])
-                    for x in map(overtraining.lecture_lifetime, ("epoch", "hoffmann")))
+    op = operators.get(DEEPSEEK)
+    mix = scaling.served_mix(op.input_tokens, op.input_tokens_cache_hit, op.output_tokens, OT["inference_inefficiency"])
+    mixed = overtraining.lecture_tokens(inference_inefficiency=mix.inefficiency)["ratio"]
+    life = {fit: overtraining.lecture_lifetime(fit) for fit in ("hoffmann", "epoch")}
+    excess = 100 * (life["hoffmann"]["life_ref"].total / life["hoffmann"]["life"].total - 1)
+    replication = scaling.overtraining_ratio(life["epoch"]["N"], life["epoch"]["D_pre"])
     return (f"With its guesses the arithmetic gives {ratio:.0f}×; five models per family instead of ten give "
             f"{five:.0f}×, the rumoured {OT['rumoured_pretraining_tokens'] / 1e12:.0f} T tokens {rumour:.0f}×. "
-            "The 20:1 rule is a dense-model fit applied to an MoE's active parameters; an MoE behaves like a "
-            "larger dense model, so that overstates the factor. Holding the loss fixed instead of the size, "
-            f"the lifetime optimum is a smaller model at {ratios[0]:,.0f}× to {ratios[-1]:,.0f}× the rule, "
-            "depending on the fit, both extrapolated far past their data. That the model is far past 20:1 "
-            "is robust; the factor moves by nearly a decade with the inputs.")
+            f"Charging decode's 1/η to every served token overstates it: with DeepSeek's published mix of prompts, "
+            f"cache hits and outputs the thirds give {mixed:.0f}×. The 20:1 rule is a dense-model fit applied to an "
+            "MoE's active parameters; an MoE behaves like a larger dense model, so that overstates the factor too. "
+            "At the lecture's model's own loss the thirds are nearly exact under Hoffmann et al.'s fit (the model "
+            f"costs {excess:.1f} % more than the lifetime optimum) and the replication's optimum is "
+            f"{replication:.0f}×, both extrapolated far past the fits' data and biased toward over-training. "
+            "That the model is far past 20:1 is robust; the factor moves several-fold with the inputs.")
 
 
 REGISTRY: tuple[Correction, ...] = (
