@@ -53,6 +53,24 @@ def _tier_rise() -> float:
     return pricing.cost_against_context(model, "hgx-h100", [8192, step], 4096, "fp8").relative[-1]
 
 
+def _tier_switch(wait: bool) -> float:
+    """Seconds HBM stays the cheapest tier beside the chapter's server, rent alone or the GPUs' wait paid."""
+    return pricing.tier_envelope(_RACK, wait=wait)[1][0].hold_seconds
+
+
+def _disk_prefills() -> float:
+    """A reload from one hard disk, the GPUs' wait paid, in prefills of the chapter's 32K-token prompt."""
+    from ...figures import long_context
+    rebuild = pricing.recompute_usd_per_byte("llama-3.1-70b", _RACK, long_context.REMAT_PROMPT, "fp8")
+    return pricing.hold_costs(0.0, _RACK, wait=True)["hdd-exos-x24"] / rebuild
+
+
+def _flat() -> list:
+    """Anthropic's entries billed flat over a 1M window after its stepped beta."""
+    return [p for p in prices.catalog_prices().values() if p.provider == "Anthropic" and p.long_context is None
+            and "flat" in p.note]
+
+
 def _deepseek():
     return operators.get(operator.DEEPSEEK)
 
@@ -98,6 +116,13 @@ VALUES: dict[str, Callable[[], str]] = {
     "lc_ds_price_out": lambda: f"{_deepseek().priced_at.output:.2f}",
     "lc_ds_price_in": lambda: f"{_deepseek().priced_at.input:.2f}",
     "lc_ds_chip_all": lambda: f"{pricing.operator_chip_time_ratio(operator.DEEPSEEK):.1f}",
+    "lc_hbm_wait_s": lambda: f"{_tier_switch(True):.1f}",
+    "lc_hbm_rent_ms": lambda: f"{1e3 * _tier_switch(False):.1g}",
+    "lc_disk_prefills": lambda: f"{_disk_prefills():,.0f}",
+    "lc_pass_crossover": lambda: f"{pricing.compute_bound_from('llama-3.1-70b', 'hgx-h100', dtype='fp8'):,}",
+    "lc_beta_in": lambda: f"{prices.get('anthropic/claude-sonnet-4.5').long_context_multipliers[0]:g}",
+    "lc_beta_out": lambda: f"{prices.get('anthropic/claude-sonnet-4.5').long_context_multipliers[1]:g}",
+    "lc_flat_as_of": lambda: min(p.as_of for p in _flat()),
     "lc_ds_chip_miss": lambda: f"{pricing.operator_chip_time_ratio(operator.DEEPSEEK, cache_misses_only=True):.1f}",
 }
 """Numbers the cards quote, each computed from chalk and formatted as the card shows it."""
