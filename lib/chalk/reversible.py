@@ -13,10 +13,8 @@ Four pieces, in the order the chapter teaches them:
   precision does to the inverse over depth.
 * Memory. Activation bytes kept for the backward pass under three policies (store everything,
   keep each layer's input and recompute the rest, reversible layers), the FLOPs that recomputation
-  adds to 6ND, the peak (the running layer, inversion buffers, head and logits on top), and
-  ``forward_tape``: a small NumPy transformer forward pass that keeps the arrays each policy keeps.
-  It is written from the same list of tensors as the formula, so its byte count illustrates the
-  accounting; it is not an independent check of which tensors a real framework keeps.
+  adds to 6ND, the peak (the running layer, inversion and gradient buffers, head and logits on top),
+  and the time to keep a tensor against the time to recompute it.
 """
 import math
 from collections.abc import Callable
@@ -58,45 +56,51 @@ SCORE_ELEMENTS = n_tok * n_heads * L
 """Attention scores of one layer: each of n_tok tokens against the L tokens of its sequence, per
 head. Memory-efficient (flash) attention recomputes them instead and keeps none."""
 
-LAYER_FULL_BYTES = n_tok * KEPT_PER_TOKEN + SCORE_ELEMENTS * KEPT_PER_SCORE
-"""Every intermediate of one layer: what the "full" policy keeps per layer, and what any policy
-rebuilds for the one layer whose backward is running."""
+KEPT_PER_TOKEN_GATED_FUSED = KEPT_PER_TOKEN_GATED - d_ff * b_act
+"""The gated count when a fused SwiGLU kernel recomputes the SiLU output from the gate in the backward
+instead of keeping it (one d_ff array fewer). For Llama 3 70B this is 33.5 bytes per token per unit
+of d_model in BF16, close to the GPT layer's 34."""
 
-ACTIVATION_BYTES = {
-    "full": n_layers * LAYER_FULL_BYTES,
-    # Only each layer's input survives the forward pass; the backward recomputes the rest one
-    # layer at a time.
-    "block": n_layers * n_tok * d_model * b_act,
-    # Only the last layer's output pair (y1, y2) survives, each n_tok x d_model as in the Reformer's
-    # reversible transformer; every earlier layer's input is recovered by inverting the couplings.
-    "reversible": 2 * n_tok * d_model * b_act,
-}
-"""Activation bytes kept BETWEEN layers for the backward pass, by policy. This is not the peak:
-``PEAK_BYTES`` adds the layer whose backward is running, the inversion buffers and the head."""
-POLICIES = tuple(ACTIVATION_BYTES)
+
+def _memory_forms(per_token):
+    """(kept, transient, peak) bytes by policy for a layer that keeps ``per_token`` bytes per token.
+
+    Every policy holds, while one layer's backward runs, the gradient arriving at its output and the
+    gradient it sends to its input, one array of n_tok x d_model per residual stream: one stream for
+    a plain stack, two (y1 and y2) for reversible couplings.
+    """
+    layer = n_tok * per_token + SCORE_ELEMENTS * KEPT_PER_SCORE
+    stream = n_tok * d_model * b_act
+    kept = {"full": n_layers * layer,
+            # Only each layer's input survives the forward pass; the backward recomputes the rest one
+            # layer at a time.
+            "block": n_layers * stream,
+            # Only the last layer's output pair (y1, y2) survives, each n_tok x d_model as in the
+            # Reformer's reversible transformer; every earlier input is recovered by inversion.
+            "reversible": 2 * stream}
+    gradients = {"full": 2 * stream, "block": 2 * stream, "reversible": 4 * stream}
+    transient = {"full": gradients["full"],
+                 "block": layer + gradients["block"],
+                 # The running layer rebuilt, the recovered inputs (x1, x2) and the gradients of both streams.
+                 "reversible": layer + 2 * stream + gradients["reversible"]}
+    peak = {p: kept[p] + transient[p] + stream + LOGIT_BYTES for p in kept}
+    return kept, transient, peak
+
 
 # b_logit: 4 bytes when the loss is computed in FP32, as is usual for the softmax over a large
-# vocabulary; 2 if the logits stay in BF16.
-
+# vocabulary; 2 if the logits stay in BF16; 0 for a fused loss that never materialises them.
 LOGIT_BYTES = n_tok * n_vocab * b_logit
 """The output head's logits, n_tok x n_vocab: held from the forward pass until the loss's backward."""
 
-TRANSIENT_BYTES = {
-    # Everything is already stored: nothing is rebuilt.
-    "full": sp.Integer(0),
-    # The layer whose backward is running is rebuilt in full.
-    "block": LAYER_FULL_BYTES,
-    # The same, plus four layer-sized buffers while a coupling is inverted and differentiated:
-    # the recovered inputs (x1, x2) and the incoming gradients (dy1, dy2).
-    "reversible": LAYER_FULL_BYTES + 4 * n_tok * d_model * b_act,
-}
-"""Activation bytes that exist only while one layer's backward runs, by policy."""
-
-PEAK_BYTES = {p: kept + TRANSIENT_BYTES[p] + n_tok * d_model * b_act + LOGIT_BYTES
-              for p, kept in ACTIVATION_BYTES.items()}
-"""Peak activation bytes of a backward pass: what is kept between layers, what the running layer
-rebuilds, and the layers that are not reversible under any policy: the head's input (n_tok x
-d_model) and its logits. Gradients, weights and optimizer state come on top."""
+ACTIVATION_BYTES, TRANSIENT_BYTES, PEAK_BYTES = _memory_forms(KEPT_PER_TOKEN)
+"""For a GPT layer (``KEPT_PER_TOKEN``). ACTIVATION_BYTES: bytes kept BETWEEN layers for the backward
+pass. TRANSIENT_BYTES: bytes that exist only while one layer's backward runs (that layer rebuilt in
+full, the recovered inputs of a coupling, the gradient buffers). PEAK_BYTES: both, plus the layers
+no policy makes reversible: the head's input (n_tok x d_model) and its logits. Weights, their
+gradients and the optimizer state come on top. ``activation_bytes`` takes another per-token count."""
+POLICIES = tuple(ACTIVATION_BYTES)
+LAYER_FULL_BYTES = ACTIVATION_BYTES["full"] / n_layers
+"""Every intermediate of one GPT layer: what "full" keeps per layer and what a recomputing policy rebuilds."""
 
 FORWARD_FLOPS = TRAINING_FLOPS / 3
 """One forward pass over D tokens, 2 N D: the forward is 2 of the 6 in 6ND, the backward the other 4."""
@@ -124,20 +128,46 @@ ATTENTION_FORWARD_PER_TOKEN = n_layers * ATTENTION_FLOPS["gqa"] * L
 """Forward FLOPs of one token's attention against L tokens in every layer: scores q.k and the
 weighted sum of values (``models.ATTENTION_FLOPS``). A causal sequence of length L averages L/2
 attended tokens when masked blocks are skipped (flash attention), L when they are computed."""
-SELECTIVE_RECOMPUTE_OVERHEAD = ATTENTION_FORWARD_PER_TOKEN / (3 * (2 * N_act + ATTENTION_FORWARD_PER_TOKEN))
-"""Selective recomputation (Korthikanti et al. 2022, §5): keep every layer's activations except the
-attention scores and recompute those in the backward. Extra FLOPs: one forward of the attention
-core; the step itself costs 3 (2N + attention) per token. A few per cent at 2k-8k context."""
+_STEP = 3 * (2 * N_act + ATTENTION_FORWARD_PER_TOKEN)
+"""FLOPs per token of a training step that counts attention: three forwards of the weights and of
+the attention core (the backward costs two)."""
+SELECTIVE_RECOMPUTE_OVERHEAD = ATTENTION_FORWARD_PER_TOKEN / _STEP
+"""Selective recomputation (Korthikanti et al. 2022, §5), the scheme from before fused attention: keep
+every layer's activations except the attention scores and recompute those in the backward. Extra
+FLOPs: one forward of the attention core. A few per cent at 2k-8k context."""
+SCORE_RECOMPUTE_PER_TOKEN = ATTENTION_FORWARD_PER_TOKEN / 2
+"""What flash attention's backward recomputes (Dao 2023, FlashAttention-2, Algorithm 2): the scores
+q.k and their softmax, not the weighted sum of values, so d_head of the core's 2 d_head per attended
+token: half of one attention forward."""
+STEP_RECOMPUTE_PER_TOKEN = {
+    # Nothing stored is recomputed but the scores, which flash attention never stores.
+    "full": SCORE_RECOMPUTE_PER_TOKEN,
+    # One forward of the weights and the attention core, then the backward's score recompute.
+    "block": 2 * N_act + ATTENTION_FORWARD_PER_TOKEN + SCORE_RECOMPUTE_PER_TOKEN,
+    # The same when the inversion's evaluation of F and G is reused for the layer's backward.
+    "reversible": 2 * N_act + ATTENTION_FORWARD_PER_TOKEN + SCORE_RECOMPUTE_PER_TOKEN,
+}
+"""Extra FLOPs per token of a step with flash attention, by policy, attention counted."""
+STEP_OVERHEAD = {p: extra / _STEP for p, extra in STEP_RECOMPUTE_PER_TOKEN.items()}
+"""``STEP_RECOMPUTE_PER_TOKEN`` over the step: what the "training FLOPs" of each policy really add."""
 
 _ACT_ARGS = (n_tok, d_model, n_layers, b_act, n_heads, L)
+_PER_TOKEN = sp.Dummy("kept_per_width")
+"""Bytes one stored layer keeps per token per unit of d_model: 34 for a GPT layer in BF16 (the default),
+``gated_kept_per_token`` for a SwiGLU one. A dummy: the lambdified forms take it as an argument."""
 
 
 @_derived
 def _numeric():
     """Vectorised NumPy versions of the memory and FLOP formulas."""
-    out = {f"activation_bytes_{p}": sp.lambdify(_ACT_ARGS, e) for p, e in ACTIVATION_BYTES.items()}
-    out |= {f"activation_peak_{p}": sp.lambdify(_ACT_ARGS + (n_vocab, b_logit), e) for p, e in PEAK_BYTES.items()}
-    out["selective_overhead"] = sp.lambdify((N_act, n_layers, n_heads, d_head, L), SELECTIVE_RECOMPUTE_OVERHEAD)
+    kept, _, peak = _memory_forms(_PER_TOKEN * d_model)
+    args = _ACT_ARGS + (_PER_TOKEN,)
+    out = {f"activation_bytes_{p}": sp.lambdify(args, e) for p, e in kept.items()}
+    out |= {f"activation_peak_{p}": sp.lambdify(args + (n_vocab, b_logit), e) for p, e in peak.items()}
+    out["gpt_per_width"] = sp.lambdify(b_act, sp.cancel(KEPT_PER_TOKEN / d_model))
+    attention = (N_act, n_layers, n_heads, d_head, L)
+    out["selective_overhead"] = sp.lambdify(attention, SELECTIVE_RECOMPUTE_OVERHEAD)
+    out |= {f"step_overhead_{p}": sp.lambdify(attention, e) for p, e in STEP_OVERHEAD.items()}
     out["score_elements"] = sp.lambdify((n_tok, n_heads, L), SCORE_ELEMENTS)
     out |= {f"training_flops_{p}": sp.lambdify((N_act, D), e) for p, e in TRAINING_FLOPS_BY_POLICY.items()}
     return out
@@ -359,6 +389,55 @@ def avalanche_matrix(function: Callable, n_bits: int, samples: int = 1000, seed:
     return np.array(rows)
 
 
+SAC_SIGMAS = 5
+"""A cell of a measured flip matrix fails the strict avalanche criterion when it lies more than this
+many standard errors from 1/2: with 256 cells, a 5-sigma excursion by chance alone is unlikely
+(about 1.5e-4 for the whole matrix)."""
+
+
+def strict_avalanche(matrix, samples: int) -> dict[str, float]:
+    """How far a measured flip matrix (``avalanche_matrix``, ``samples`` inputs per row) is from the
+    strict avalanche criterion, every cell 1/2.
+
+    Returns the worst cell's |P - 1/2|, the number of cells more than ``SAC_SIGMAS`` standard errors
+    (sqrt(1/4 / samples)) from 1/2, and the share of cells exactly 0 or 1 (bits that never or always
+    flip: a fixed pattern, not a probability). The plain avalanche criterion asks only that the
+    matrix's mean be near 1/2; bit independence, that output bits flip independently of each
+    other, is a statement about pairs of columns that this matrix cannot test.
+    """
+    m = np.asarray(matrix, dtype=float)
+    if m.ndim != 2 or m.size == 0 or np.any((m < 0) | (m > 1)):
+        raise ChalkError(f"matrix must be a 2-D array of flip probabilities in [0, 1], got shape {m.shape}")
+    samples = positive_int("samples", samples)
+    deviation = np.abs(m - 0.5)
+    sigma = 0.5 / math.sqrt(samples)
+    return {"worst": float(deviation.max()), "beyond": int(np.sum(deviation > SAC_SIGMAS * sigma)),
+            "binary": float(np.mean((m == 0) | (m == 1))), "sigma": sigma}
+
+
+def feistel_distinguisher(rounds: int, width: int = 32, round_function="middle-square", samples: int = 10_000,
+                          seed: int = 0) -> float:
+    """Share of chosen-plaintext pairs that give a Feistel cipher away: (L, R) and (L', R), same right
+    half and key, whose ciphertexts' left halves differ by exactly L XOR L'.
+
+    After two rounds the left half is L XOR F_1(R), so every pair does (share 1); a random permutation
+    does so with probability about 2^-(width/2). From three rounds with random round functions no
+    attack that only encrypts does much better (Luby and Rackoff 1988), which this test illustrates
+    and does not prove.
+    """
+    width = _check_width(width)
+    samples = positive_int("samples", samples)
+    half = width // 2
+    rng = np.random.default_rng(seed)
+    key = _random_blocks(rng, samples)
+    left, left2, right = (_random_blocks(rng, samples) & _mask(half) for _ in range(3))
+    same = left == left2
+    left2 = np.where(same, left ^ _U64(1), left2)  # two distinct plaintexts
+    y0 = feistel_encrypt((left << _U64(half)) | right, key, rounds, width, round_function)
+    y1 = feistel_encrypt((left2 << _U64(half)) | right, key, rounds, width, round_function)
+    return float(np.mean(((y0 ^ y1) >> _U64(half)) == (left ^ left2)))
+
+
 def feistel_avalanche_by_round(rounds: int, width: int = 32, round_function="middle-square",
                                samples: int = 1000, seed: int = 0, key: int = 0x0123456789ABCDEF) -> np.ndarray:
     """``avalanche`` of the Feistel cipher after 1, 2, ..., ``rounds`` rounds."""
@@ -574,26 +653,46 @@ def round_trip_error(depth: int, width: int = 32, tokens: int = 16, scale: float
 
 
 def residual_sensitivity(depth: int, width: int = 32, scale: float = 1.0, epsilon: float = 1e-6,
-                         seed: int = 0) -> np.ndarray:
+                         seed: int = 0, residual: bool = True) -> np.ndarray:
     """|h_l(x + d) - h_l(x)| / |d| for l = 0..depth, h_{l+1} = h_l + mlp_l(h_l), |d| = ``epsilon`` |x|.
 
     A finite-difference estimate of the Jacobian norm of an untrained network along one random
     direction, layer after layer; a cipher's answer to one flipped bit is half the block
-    (``avalanche``). It says nothing about the worst direction of a trained network.
+    (``avalanche``). ``scale`` is the gain of the weights (variance scale^2 / fan-in). With
+    ``residual=False`` the skip connections go: a plain tanh network, h_{l+1} = tanh(h_l W_l), which
+    is chaotic (a small change grows layer after layer) at gains above 1 (Poole et al. 2016). It says
+    nothing about the worst direction of a trained network.
     """
     depth = positive_int("depth", depth)
     width = positive_int("width", width)
+    positive("scale", scale)
     positive("epsilon", epsilon)
-    blocks = [mlp(width, scale=scale, seed=seed + i) for i in range(depth)]
+    if residual:
+        blocks = [mlp(width, scale=scale, seed=seed + i) for i in range(depth)]
+        step = lambda h, block: h + block(h)  # noqa: E731
+    else:
+        blocks = [np.random.default_rng(seed + i).standard_normal((width, width)) * scale / math.sqrt(width)
+                  for i in range(depth)]
+        step = lambda h, w: np.tanh(h @ w)  # noqa: E731
     rng = np.random.default_rng(seed)
     x = rng.standard_normal(width)
     d = rng.standard_normal(width)
     d *= epsilon * np.linalg.norm(x) / np.linalg.norm(d)
     a, b, ratios = x, x + d, [1.0]
     for block in blocks:
-        a, b = a + block(a), b + block(b)
+        a, b = step(a, block), step(b, block)
         ratios.append(np.linalg.norm(b - a) / np.linalg.norm(d))
     return np.array(ratios)
+
+
+def sensitivity_sweep(scales, depth: int, residual: bool = True, seeds=range(10), width: int = 32) -> np.ndarray:
+    """The output change over the input change after ``depth`` layers (``residual_sensitivity``'s last
+    entry), one row per gain in ``scales``, one column per seed."""
+    seeds = list(seeds)
+    if not seeds:
+        raise ChalkError("seeds must name at least one seed")
+    return np.array([[residual_sensitivity(depth, width, s, seed=seed, residual=residual)[-1] for seed in seeds]
+                     for s in np.atleast_1d(scales)])
 
 
 # --- activation memory and FLOPs -------------------------------------------------------------------
@@ -605,18 +704,20 @@ def _policy(policy: str) -> str:
 
 
 def activation_bytes(tokens, d_model, layers, policy: str = "block", bytes_per_element=2, *,
-                     heads=0, seq_len=0, peak=False, vocab=0, logit_bytes=4):
+                     heads=0, seq_len=0, peak=False, vocab=0, logit_bytes=4, kept_per_width=None):
     """Bytes of activations kept for the backward pass (``ACTIVATION_BYTES``; arrays broadcast).
 
     "block": each layer's input, tokens x d_model x layers x bytes_per_element. "reversible": the
     last layer's output pair, 2 tokens x d_model x bytes_per_element at any depth. "full": every
-    intermediate of a GPT layer as Korthikanti et al. (2022) count them (34 bytes per token per
-    d_model in BF16); pass ``heads`` and ``seq_len`` to add the stored attention-score matrices
-    (their 5 a s / h), leave them 0 for memory-efficient attention that keeps no scores.
+    intermediate of a layer, ``kept_per_width`` bytes per token per unit of d_model (default a GPT
+    layer as Korthikanti et al. 2022 count it, 34 in BF16; ``layer_kept_per_width`` gives a catalog
+    model's); pass ``heads`` and ``seq_len`` to add the stored attention-score matrices (their
+    5 a s / h), leave them 0 for memory-efficient attention that keeps no scores.
 
     These are the bytes kept between layers. ``peak=True`` gives the peak instead (``PEAK_BYTES``):
-    it adds the running layer's intermediates, the inversion buffers, the head's input and the
-    logits, tokens x ``vocab`` x ``logit_bytes`` (4: FP32).
+    it adds the running layer's intermediates, the inversion and gradient buffers, the head's input
+    and the logits, tokens x ``vocab`` x ``logit_bytes`` (4: FP32; 0: a fused loss that never
+    materialises them).
     """
     policy = _policy(policy)
     for name, value in (("tokens", tokens), ("d_model", d_model), ("layers", layers),
@@ -624,39 +725,67 @@ def activation_bytes(tokens, d_model, layers, policy: str = "block", bytes_per_e
         positive(name, value)
     non_negative("heads", heads)
     non_negative("seq_len", seq_len)
-    args = (tokens, d_model, layers, bytes_per_element, heads, seq_len)
+    numeric = _numeric()
+    if kept_per_width is None:
+        kept_per_width = numeric["gpt_per_width"](np.asarray(bytes_per_element, dtype=float))
+    positive("kept_per_width", kept_per_width)
+    args = (tokens, d_model, layers, bytes_per_element, heads, seq_len, kept_per_width)
     if peak:
         positive("vocab", vocab)
-        positive("logit_bytes", logit_bytes)
+        non_negative("logit_bytes", logit_bytes)
         args += (vocab, logit_bytes)
     kind = "peak" if peak else "bytes"
-    out = _numeric()[f"activation_{kind}_{policy}"](*args) * np.ones(np.broadcast_shapes(*map(np.shape, args)))
+    out = numeric[f"activation_{kind}_{policy}"](*args) * np.ones(np.broadcast_shapes(*map(np.shape, args)))
     return float(out) if np.ndim(out) == 0 else out
+
+
+def layer_kept_per_width(model: str, bytes_per_element=2, fused: bool = False) -> float:
+    """Bytes one layer of a catalog model keeps per token per unit of d_model when it stores everything.
+
+    A gated (SwiGLU) model gets ``gated_kept_per_token``; any other the GPT layer's ``KEPT_PER_TOKEN``.
+    """
+    m = models.get(model)
+    if m.ffn_gated:
+        return gated_kept_per_token(model, bytes_per_element, fused)
+    positive("bytes_per_element", bytes_per_element)
+    return float(_numeric()["gpt_per_width"](bytes_per_element))
 
 
 def activation_memory(model: str, tokens, policy: str = "block", bytes_per_element=2, seq_len=0, *,
                       peak=False, logit_bytes=4):
-    """``activation_bytes`` for a catalog model's n_layers, d_model, query heads and vocabulary.
+    """``activation_bytes`` for a catalog model's n_layers, d_model, query heads, vocabulary and layer.
 
-    The "full" count is the GPT layer's (MHA, 4 d_model MLP, dropout); a Llama-style layer (SwiGLU
-    MLP, GQA, no dropout) keeps somewhat more, so for those models it is an estimate of the same
-    order. ``seq_len`` > 0 adds stored attention scores; ``peak=True`` gives the peak.
+    The "full" count and the running layer at the peak use the model's own layer
+    (``layer_kept_per_width``: 40.5 bytes per token per unit of width for Llama 3 70B, 34 for a GPT
+    layer). ``seq_len`` > 0 adds stored attention scores; ``peak=True`` gives the peak.
     """
     m = models.get(model)
     return activation_bytes(tokens, m.d_model, m.n_layers, policy, bytes_per_element,
                             heads=m.n_heads if seq_len else 0, seq_len=seq_len,
-                            peak=peak, vocab=m.vocab, logit_bytes=logit_bytes)
+                            peak=peak, vocab=m.vocab, logit_bytes=logit_bytes,
+                            kept_per_width=layer_kept_per_width(model, bytes_per_element))
 
 
-def gated_kept_per_token(model: str, bytes_per_element=2) -> float:
-    """``KEPT_PER_TOKEN_GATED`` of a catalog model per unit of d_model: compare ``KEPT_PER_TOKEN``'s 34."""
+def gated_kept_per_token(model: str, bytes_per_element=2, fused: bool = False) -> float:
+    """``KEPT_PER_TOKEN_GATED`` of a catalog model per unit of d_model: compare ``KEPT_PER_TOKEN``'s 34.
+
+    ``fused``: ``KEPT_PER_TOKEN_GATED_FUSED``, the SiLU output recomputed rather than kept.
+    """
     m = models.get(model)
     if not m.ffn_gated:
         raise ChalkError(f"model must have a gated (SwiGLU) MLP for this count, {model!r} has not; "
                          "use KEPT_PER_TOKEN for a GPT layer")
     positive("bytes_per_element", bytes_per_element)
     values = {d_model: m.d_model, n_kv: m.n_kv_heads, d_head: m.d_head, d_ff: m.d_ff, b_act: bytes_per_element}
-    return float(KEPT_PER_TOKEN_GATED.subs(values)) / m.d_model
+    expr = KEPT_PER_TOKEN_GATED_FUSED if fused else KEPT_PER_TOKEN_GATED
+    return float(expr.subs(values)) / m.d_model
+
+
+def _attention_shape(model: str, seq_len, causal: bool):
+    m = models.get(model)
+    positive("seq_len", seq_len)
+    attended = np.asarray(seq_len, dtype=float) / (2 if causal else 1)
+    return m.active_params, m.n_attention_layers, m.n_heads, m.d_head, attended
 
 
 def selective_recompute_overhead(model: str, seq_len, causal: bool = True):
@@ -666,10 +795,16 @@ def selective_recompute_overhead(model: str, seq_len, causal: bool = True):
     ``causal`` each token attends to seq_len / 2 tokens on average (masked blocks skipped), without
     it to all seq_len (the score matrix computed in full, as Korthikanti et al. count it).
     """
-    m = models.get(model)
-    positive("seq_len", seq_len)
-    attended = np.asarray(seq_len, dtype=float) / (2 if causal else 1)
-    out = _numeric()["selective_overhead"](m.active_params, m.n_attention_layers, m.n_heads, m.d_head, attended)
+    out = _numeric()["selective_overhead"](*_attention_shape(model, seq_len, causal))
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def step_overhead(model: str, policy: str, seq_len, causal: bool = True):
+    """Extra FLOPs of ``policy`` over a training step with flash attention, attention counted
+    (``STEP_OVERHEAD``): "full" pays flash attention's score recompute, "block" and "reversible" one
+    forward of weights and attention on top of it."""
+    policy = _policy(policy)
+    out = _numeric()[f"step_overhead_{policy}"](*_attention_shape(model, seq_len, causal))
     return float(out) if np.ndim(out) == 0 else out
 
 
@@ -687,99 +822,20 @@ def training_flops(params, tokens, policy: str = "full"):
     return float(out) if np.ndim(out) == 0 else out
 
 
-# --- a forward pass that keeps what the backward pass needs ------------------------------------------
-_DROPOUT = 0.1
+def store_or_recompute(model: str, chip: str) -> dict[str, dict[str, float]]:
+    """Seconds per token to keep a tensor in HBM against recomputing it, for the KV cache and for
+    training activations, on one ``chip`` (the lecture's "spending memory to save compute is the
+    profitable direction", tested on the time axis).
 
-
-def _layer_norm(x):
-    mu = x.mean(-1, keepdims=True, dtype=np.float32)
-    var = x.var(-1, keepdims=True, dtype=np.float32)
-    return ((x - mu) / np.sqrt(var + 1e-5)).astype(x.dtype)
-
-
-def _gelu(x):
-    return (0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))).astype(x.dtype)
-
-
-def _dropout(x, rng, keep):
-    mask = rng.random(x.shape) >= _DROPOUT
-    keep(mask)
-    return (x * mask / (1 - _DROPOUT)).astype(x.dtype)
-
-
-def _attention(x, w, heads, rng, keep):
-    """Causal multi-head self-attention with dropout; ``keep`` receives what its backward reads."""
-    b, s, h = x.shape
-    dh = h // heads
-    a = _layer_norm(x)
-    keep(a)
-    q, k, v = (a @ w[name] for name in ("q", "k", "v"))
-    for t in (q, k, v):
-        keep(t)
-    split = lambda t: t.reshape(b, s, heads, dh).transpose(0, 2, 1, 3)  # noqa: E731
-    scores = (split(q) @ split(k).transpose(0, 1, 3, 2)).astype(np.float32) / math.sqrt(dh)
-    scores += np.triu(np.full((s, s), -np.inf, dtype=np.float32), 1)
-    p = np.exp(scores - scores.max(-1, keepdims=True))
-    p = (p / p.sum(-1, keepdims=True)).astype(x.dtype)
-    keep(p)
-    dropped = _dropout(p, rng, keep)
-    keep(dropped)
-    o = (dropped @ split(v)).transpose(0, 2, 1, 3).reshape(b, s, h)
-    keep(o)
-    return _dropout(o @ w["o"], rng, keep)
-
-
-def _feed_forward(x, w, rng, keep):
-    c = _layer_norm(x)
-    keep(c)
-    u = c @ w["up"]
-    keep(u)
-    g = _gelu(u)
-    keep(g)
-    return _dropout(g @ w["down"], rng, keep)
-
-
-def _gpt_weights(d, layers, seed, dtype):
-    rng = np.random.default_rng(seed)
-    shapes = {"q": (d, d), "k": (d, d), "v": (d, d), "o": (d, d), "up": (d, 4 * d), "down": (4 * d, d)}
-    return [{name: (rng.standard_normal(shape) / math.sqrt(shape[0])).astype(dtype)
-             for name, shape in shapes.items()} for _ in range(layers)]
-
-
-def forward_tape(sequences: int, seq_len: int, d_model: int, heads: int, layers: int,
-                 policy: str = "full", seed: int = 0, dtype="float16") -> list[np.ndarray]:
-    """Run a small GPT stack in NumPy and return the arrays ``policy`` keeps for the backward pass.
-
-    "full": every tensor a layer's backward reads (layer-norm inputs, Q, K, V, softmax output,
-    dropout masks as bool, attention output, MLP input, GeLU input and output). "block": each
-    layer's input. "reversible": the same sublayers as couplings, y1 = x1 + attention(x2),
-    y2 = x2 + MLP(y1), from (x, x); only the last (y1, y2) is kept. The list of kept tensors is
-    Korthikanti et al.'s, the one ``KEPT_PER_TOKEN`` counts, so summing ``nbytes`` illustrates the
-    accounting (and catches slips in the shapes) rather than checking it independently.
+    Recomputing either costs one forward of the token, 2N FLOPs at the chip's peak. Keeping a KV
+    entry costs one read of its b_kv bytes per decode step; keeping a token's activations costs a
+    write in the forward and a read in the backward of everything a stored layer keeps, in every
+    layer. All in BF16. Capacity is left out: it is what makes training recompute anyway.
     """
-    policy = _policy(policy)
-    names = ("sequences", "seq_len", "d_model", "heads", "layers")
-    sizes = [positive_int(n, v) for n, v in zip(names, (sequences, seq_len, d_model, heads, layers))]
-    sequences, seq_len, d_model, heads, layers = sizes
-    if d_model % heads:
-        raise ChalkError(f"heads must divide d_model ({d_model}), got {heads}")
-    weights = _gpt_weights(d_model, layers, seed, dtype)
-    rng = np.random.default_rng(seed + 1)
-    x = rng.standard_normal((sequences, seq_len, d_model)).astype(dtype)
-    tape: list[np.ndarray] = []
-    keep_all = tape.append if policy == "full" else (lambda t: None)
-    if policy == "reversible":
-        coupling = [Coupling(lambda t, w=w: _attention(t, w, heads, rng, keep_all),
-                             lambda t, w=w: _feed_forward(t, w, rng, keep_all)) for w in weights]
-        y1, y2 = x, x
-        for c in coupling:
-            y1, y2 = c.forward(y1, y2)
-        return [y1, y2]
-    for w in weights:
-        if policy == "block":
-            tape.append(x)
-        keep_all(x)
-        x = x + _attention(x, w, heads, rng, keep_all)
-        keep_all(x)
-        x = x + _feed_forward(x, w, rng, keep_all)
-    return tape
+    from .catalog import hardware
+    m, hw = models.get(model), hardware.get(chip)
+    recompute = 2 * m.active_params / hw.flops("bf16")
+    kv = m.kv_bytes_per_token(2) / hw.hbm_bandwidth
+    acts = 2 * layer_kept_per_width(model, 2) * m.d_model * m.n_layers / hw.hbm_bandwidth
+    return {"kv cache": {"store": kv, "recompute": recompute},
+            "activations": {"store": acts, "recompute": recompute}}

@@ -47,10 +47,90 @@ def near_half(matrix: np.ndarray, tolerance: float = 0.1) -> float:
     return float(np.mean(np.abs(matrix - 0.5) <= tolerance))
 
 
+SAC_SAMPLES = 20_000
+"""Inputs per input bit for the strict avalanche test: a cell's standard error is 0.0035 at 1/2, so the
+5-sigma line sits at 0.018."""
+
+
+@lru_cache(maxsize=None)
+def strict_avalanche_by_round(round_function: str) -> tuple[dict, ...]:
+    """``reversible.strict_avalanche`` of the cipher's flip matrix after 1..MAX_ROUNDS rounds, with the
+    matrix's mean, from ``SAC_SAMPLES`` inputs per input bit."""
+    if round_function not in ROUND_FUNCTIONS:
+        raise ChalkError(f"round_function must be one of {', '.join(ROUND_FUNCTIONS)}, got {round_function!r}")
+    out = []
+    for r in range(1, MAX_ROUNDS + 1):
+        m = rv.avalanche_matrix(lambda x, r=r: rv.feistel_encrypt(x, KEY, r, WIDTH, round_function),
+                                WIDTH, SAC_SAMPLES)
+        out.append({**rv.strict_avalanche(m, SAC_SAMPLES), "mean": float(m.mean())})
+    return tuple(out)
+
+
+def first_sac_round(round_function: str) -> int | None:
+    """The first round count at which no cell of the flip matrix is 5 sigma from 1/2 (None: never)."""
+    return next((r for r, s in enumerate(strict_avalanche_by_round(round_function), 1) if s["beyond"] == 0), None)
+
+
+GAINS = (0.5, 1.0, 2.0, 4.0)
+"""Initialisation gains of the sweep: the weights' standard deviation times sqrt(fan-in)."""
+ARCHITECTURES = {"residual, 12 layers": (True, 12), "residual, 24 layers": (True, 24),
+                 "plain tanh, 24 layers": (False, 24)}
+"""The networks of the sweep: (residual connections, depth)."""
+SWEEP_SEEDS = range(10)
+
+
+@lru_cache(maxsize=None)
+def gain_sweep() -> dict:
+    """(architecture, gain) -> the output change over a small input change after the last layer, one
+    value per seed (``reversible.sensitivity_sweep``)."""
+    return {(name, g): row for name, (residual, depth) in ARCHITECTURES.items()
+            for g, row in zip(GAINS, rv.sensitivity_sweep(GAINS, depth, residual, SWEEP_SEEDS))}
+
+
+def amplification_text(value: float) -> str:
+    """An amplification factor as the chapter prints it: whole numbers from 100, one decimal from 1."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:.1f}" if value >= 1 else f"{value:.2g}"
+
+
+def sweep_range(architecture: str, gain: float) -> str:
+    """The smallest and largest amplification over the sweep's seeds, as "low–high"."""
+    row = gain_sweep()[(architecture, gain)]
+    return f"{amplification_text(row.min())}–{amplification_text(row.max())}"
+
+
+def strict_avalanche_figure():
+    """The worst cell of the flip matrix and the matrix's mean, each as a distance from 1/2, by round,
+    against the 5-sigma line of the strict avalanche test."""
+    fig, (ax,) = new_figure(5.2, 3.2)
+    fig.subplots_adjust(left=0.15, right=0.97, bottom=0.16, top=0.9)
+    rounds = np.arange(1, MAX_ROUNDS + 1)
+    stats = {rf: strict_avalanche_by_round(rf) for rf in ("middle-square", "sbox")}
+    line = rv.SAC_SIGMAS * stats["middle-square"][0]["sigma"]
+    with style():
+        for rf, ss in stats.items():
+            ax.plot(rounds, [s["worst"] for s in ss], marker=MARKERS[rf], ms=3.5,
+                    label=f"{ROUND_FUNCTIONS[rf]}: worst cell")
+        ax.plot(rounds, [abs(s["mean"] - 0.5) for s in stats["middle-square"]], ls="--", color=ax.lines[0].get_color(),
+                marker=MARKERS["middle-square"], ms=3.5, mfc="white", label="middle square: mean of the cells")
+        ax.axhline(line, color=COLORS["model"], ls=":", lw=1.2, label=f"{rv.SAC_SIGMAS} standard errors")
+        ax.set_yscale("log")  # from 1/2 down to sampling noise
+        ax.set(xlabel="rounds", ylabel="distance from 1/2", title=f"{WIDTH}-bit Feistel: strict avalanche test")
+        ax.legend(frameon=False, fontsize=7)
+    ms = stats["middle-square"]
+    said = ", ".join(f"{s['worst']:.3f}" for s in ms)
+    return describe(fig, f"Log scale. Middle-square round, worst cell's distance from 1/2 after rounds 1 to "
+                         f"{MAX_ROUNDS}: {said}; the {rv.SAC_SIGMAS}-sigma line is at {line:.3f}, first crossed "
+                         f"below at round {first_sac_round('middle-square')}. The mean is within 0.001 of 1/2 from "
+                         f"round {next(r for r, s in enumerate(ms, 1) if abs(s['mean'] - 0.5) < 1e-3)}. The S-box "
+                         f"round's worst cell stays at {stats['sbox'][-1]['worst']:.2f}.")
+
+
 # --- activation memory ---------------------------------------------------------------------------
 MODELS = ("llama-3.1-8b", "llama-3-70b", "gpt-3-175b", "llama-3.1-405b")
 TOKENS = (8192, 65536, 1048576)
 """Tokens in one micro-batch: one 8k sequence, eight, and 128 (a million tokens)."""
+SEQ_LEN = 8192
+"""Their sequences' length, for the attention FLOPs that recomputation adds."""
 DEPTHS = tuple(range(8, 161, 8))
 POLICY_LABELS = {"full": "store every intermediate", "block": "keep each layer's input (block remat)",
                  "reversible": "reversible layers"}
@@ -67,10 +147,11 @@ POLICY_MARKERS = {"full": "o", "block": "s", "reversible": "^"}
 
 def memory_curves(model: str, tokens: float) -> dict:
     """GB kept for the backward pass at every depth of ``DEPTHS``, per policy, at the model's width
-    (attention scores not stored: memory-efficient attention)."""
+    and with its own layer (attention scores not stored: memory-efficient attention)."""
     d = models.get(model).d_model
     depths = np.array(DEPTHS, dtype=float)
-    return {p: rv.activation_bytes(tokens, d, depths, p) / 1e9 for p in rv.POLICIES}
+    per = rv.layer_kept_per_width(model)
+    return {p: rv.activation_bytes(tokens, d, depths, p, kept_per_width=per) / 1e9 for p in rv.POLICIES}
 
 
 def memory_ylim(curves: dict) -> tuple[float, float]:
@@ -83,10 +164,11 @@ def memory_ylim(curves: dict) -> tuple[float, float]:
 def memory_readout(model: str, tokens: float, policy: str, depth: float) -> dict:
     """The numbers the explorer and the twin print for one depth and policy."""
     m = models.get(model)
-    kept = {p: rv.activation_bytes(tokens, m.d_model, depth, p) / 1e9 for p in rv.POLICIES}
-    peak = rv.activation_bytes(tokens, m.d_model, depth, policy, peak=True, vocab=m.vocab) / 1e9
+    per = rv.layer_kept_per_width(model)
+    kept = {p: rv.activation_bytes(tokens, m.d_model, depth, p, kept_per_width=per) / 1e9 for p in rv.POLICIES}
+    peak = rv.activation_bytes(tokens, m.d_model, depth, policy, peak=True, vocab=m.vocab, kept_per_width=per) / 1e9
     return {"kept_gb": kept[policy], "peak_gb": peak, **{f"{p}_gb": v for p, v in kept.items()},
-            "overhead_pct": 100 * rv.recompute_overhead(policy),
+            "overhead_pct": 100 * rv.step_overhead(model, policy, SEQ_LEN),
             "step_pflop": rv.training_flops(m.active_params, tokens, policy) / 1e15}
 
 
@@ -135,7 +217,8 @@ class RevnetFigure:
             self.lines[p].set_ydata(ys)
         self.ax_mem.set_ylim(*memory_ylim(curves))
         self.model_line.set_xdata([models.get(model).n_layers] * 2)
-        kept = rv.activation_bytes(tokens, models.get(model).d_model, depth, policy) / 1e9
+        kept = rv.activation_bytes(tokens, models.get(model).d_model, depth, policy,
+                                   kept_per_width=rv.layer_kept_per_width(model)) / 1e9
         self.point.set_data([depth], [kept])
         self._key = ((model, tokens), (round_function, rounds, model, tokens))
 
@@ -177,8 +260,9 @@ class Explorer(explorer.Explorer):
                 f"memory: {depth:,.0f} layers, {html.escape(POLICY_LABELS[policy])}: <b>{r['kept_gb']:,.3g} GB</b> "
                 f"kept between layers (full {r['full_gb']:,.3g}, block {r['block_gb']:,.3g}, reversible "
                 f"{r['reversible_gb']:,.3g}); peak {r['peak_gb']:,.3g} GB with the running layer, head and "
-                f"FP32 logits; recomputation +{r['overhead_pct']:.0f}% FLOPs, {r['step_pflop']:,.3g} PFLOP "
-                f"per step for the {models.get(model).n_layers}-layer model")
+                f"FP32 logits; recomputation +{r['overhead_pct']:.1f}% FLOPs at {SEQ_LEN:,}-token sequences (flash "
+                f"attention's scores included), {r['step_pflop']:,.3g} PFLOP of weight matmuls per step for the "
+                f"{models.get(model).n_layers}-layer model")
 
 
 SESSION = [
@@ -270,7 +354,7 @@ def memory_view(model: str, tokens: int, policy: str) -> dict:
                         "values": {k: twin.rounded([r[k] for r in readouts])
                                    for k in ("full_gb", "block_gb", "reversible_gb", "peak_gb")},
                         "constants": {"policy": POLICY_LABELS[policy], "layers": m.n_layers,
-                                      "overhead": twin.rounded(readouts[0]["overhead_pct"])[0],
+                                      "overhead": f"{readouts[0]['overhead_pct']:.1f}",
                                       "pflop": twin.rounded(readouts[0]["step_pflop"])[0]}}}
 
 
@@ -288,8 +372,8 @@ def memory_twin_data() -> dict:
                   point=twin.point_style("depth chosen", COLORS["point"]))
     templates = ["{depth} layers, {policy}: {0.chosen} GB kept between layers (full {full_gb}, block "
                  "{block_gb}, reversible {reversible_gb}); peak {peak_gb} GB with the running layer, head and "
-                 "FP32 logits; recomputation adds {overhead}% FLOPs, {pflop} PFLOP per "
-                 "step for the {layers}-layer model"]
+                 "FP32 logits; recomputation adds {overhead}% FLOPs at " + f"{SEQ_LEN:,}" + "-token sequences (flash "
+                 "attention's scores included), {pflop} PFLOP of weight matmuls per step for the {layers}-layer model"]
     views = {f"{m}|{t}|{p}": memory_view(m, t, p) for m in MODELS for t in TOKENS for p in POLICY_LABELS}
     return twin.twin_data(controls, panels, styles, list(styles), templates, views)
 
@@ -319,7 +403,7 @@ def mixing_figure(rounds: int = MAX_ROUNDS, depth: int = 12):
         ax_n.plot(range(depth + 1), sensitivity, "o-", ms=3.5, color=COLORS["block"])
         ax_n.set(xlabel="layers", ylabel="|change in output| / |change in input|", ylim=(0, None),
                  title="residual network: a small input change")
-    # Every point, as a sighted reader reads them off: the problem set asks for a crossing round.
+    # Every point, as a sighted reader reads them off the figure.
     cipher = "; ".join(f"{ROUND_FUNCTIONS[rf]}: {', '.join(f'{v:.2f}' for v in m)}" for rf, m in means.items())
     return describe(fig, f"Mean flip fraction after rounds 1 to {rounds}, a random permutation's being "
                          f"{ideal:.2f}: {cipher}. The residual "

@@ -4,6 +4,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ... import memory
 from ... import reversible as rv
 from ...catalog import models
 from ...figures import revnets
@@ -12,8 +13,13 @@ from ...figures.explorer import number
 
 _MODEL, _TOKENS = "llama-3-70b", 8 * 8192
 """The chapter's memory example: Llama 3 70B, eight 8k sequences per micro-batch."""
-_SEQ = 8192
-"""Their sequence length, for the selective-recomputation overhead."""
+
+
+def _peak_ratio(logit_bytes: int) -> float:
+    """Block rematerialisation's peak over reversible layers' in the chapter's example."""
+    block, rev = (rv.activation_memory(_MODEL, _TOKENS, p, peak=True, logit_bytes=logit_bytes)
+                  for p in ("block", "reversible"))
+    return block / rev
 
 
 def _gb(policy: str, peak: bool = False) -> str:
@@ -25,12 +31,18 @@ VALUES: dict[str, Callable[[], str]] = {
     "ch07_full_per_token": lambda: f"{float(rv.KEPT_PER_TOKEN.subs({rv.b_act: 2, rv.d_model: 1})):.0f}",
     "ch07_block_gb": lambda: _gb("block"),
     "ch07_rev_gb": lambda: _gb("reversible"),
-    "ch07_selective_pct": lambda: f"{100 * rv.selective_recompute_overhead(_MODEL, _SEQ):.1f}",
-    "ch07_selective_seq": lambda: f"{_SEQ:,}",
     "ch07_model": lambda: models.get(_MODEL).display,
     "ch07_tokens": lambda: f"{_TOKENS:,}",
     "ch07_sbox_stall": lambda: f"{revnets.avalanche_matrices('sbox')[-1].mean():.2f}",
-    "ch07_residual_max": lambda: f"{rv.residual_sensitivity(12).max():.1f}",
+    "ch07_chaotic_range": lambda: revnets.sweep_range("plain tanh, 24 layers", 4.0),
+    "ch07_gentle_range": lambda: revnets.sweep_range("residual, 12 layers", 1.0),
+    "ch07_peak_ratio": lambda: f"{_peak_ratio(4):.1f}",
+    "ch07_peak_ratio_fused": lambda: f"{_peak_ratio(0):.1f}",
+    "ch07_block_state_pct": lambda: f"{100 * rv.activation_memory(_MODEL, _TOKENS, 'block', peak=True) / memory.training_state_bytes(_MODEL):.0f}",
+    "ch07_sac_r4": lambda: f"{revnets.strict_avalanche_by_round('middle-square')[3]['beyond']}",
+    "ch07_sac_round": lambda: f"{revnets.first_sac_round('middle-square')}",
+    "ch07_gated": lambda: f"{rv.gated_kept_per_token(_MODEL):.1f}",
+    "ch07_gated_fused": lambda: f"{rv.gated_kept_per_token(_MODEL, fused=True):.1f}",
     "ch07_rt32": lambda: f"{rv.round_trip_error(64, dtype='float32')[-1]:.1e}",
     "ch07_heys_best": lambda: f"{int(np.max(rv.difference_table(rv.HEYS_SBOX)[1:]))}",
 }
@@ -59,7 +71,8 @@ def _memory():
     curves = revnets.memory_curves(_MODEL, _TOKENS)
     m = models.get(_MODEL)
     depths = np.array(revnets.DEPTHS, dtype=float)
-    peaks = {p: rv.activation_bytes(_TOKENS, m.d_model, depths, p, peak=True, vocab=m.vocab) / 1e9
+    per = rv.layer_kept_per_width(_MODEL)
+    peaks = {p: rv.activation_bytes(_TOKENS, m.d_model, depths, p, peak=True, vocab=m.vocab, kept_per_width=per) / 1e9
              for p in ("block", "reversible")}
     # Solid: kept between layers; dashed: the peak. The marker names the policy.
     with style():

@@ -120,6 +120,18 @@ def _inversion_gb(model, tokens):
         {rv.n_tok: tokens, rv.d_model: m.d_model, rv.b_act: 2})) / 1e9
 
 
+def _stream_gb(model, tokens):
+    """One layer-sized BF16 array, tokens x d_model."""
+    return tokens * models.get(model).d_model * 2 / 1e9
+
+
+def _ratio_without_gradients():
+    """The peak ratio with no gradient buffers counted: 2 fewer arrays for block, 4 for reversible."""
+    g = _stream_gb(PEAK_MODEL, PEAK_TOKENS)
+    return ((_peak(PEAK_MODEL, PEAK_TOKENS, "block") - 2 * g)
+            / (_peak(PEAK_MODEL, PEAK_TOKENS, "reversible") - 4 * g))
+
+
 def peak_ratio(layers: int | None = None) -> float:
     """Block rematerialisation's peak over reversible layers' for ``PEAK_MODEL`` (at ``layers``)."""
     m = models.get(PEAK_MODEL)
@@ -270,8 +282,9 @@ EXERCISES = (
         id="peak_ratio", expected=peak_ratio, topic="peak activation memory",
         unit="ratio", rel_tol=0.005,
         hint="at the peak both policies also hold the running layer's intermediates (34 bytes per token "
-             "per d_model), the head's input (one layer-sized array) and the FP32 logits (tokens x vocab x 4); "
-             "reversible layers add four layer-sized inversion buffers to their two kept arrays.",
+             "per d_model), its gradient buffers (in and out, per residual stream), the head's input (one "
+             "layer-sized array) and the FP32 logits (tokens x vocab x 4); reversible layers also hold the "
+             "recovered inputs beside their two kept arrays.",
         mistakes=(Mistake("that is the ratio of what is kept between layers; the peak adds the running layer "
                           "and the logits to both.",
                           value=lambda: (_kept(PEAK_MODEL, PEAK_TOKENS, "block")
@@ -283,7 +296,10 @@ EXERCISES = (
                           value=lambda: ((_peak(PEAK_MODEL, PEAK_TOKENS, "block") - _logits_gb(PEAK_MODEL, PEAK_TOKENS))
                                          / (_peak(PEAK_MODEL, PEAK_TOKENS, "reversible")
                                             - _logits_gb(PEAK_MODEL, PEAK_TOKENS)))),
-                  Mistake("inverting a coupling needs four more layer-sized buffers (x1, x2, dy1, dy2).",
+                  Mistake("both policies hold gradient buffers while a layer's backward runs: two for block "
+                          "(dy, dx), four for reversible layers (one pair per stream).", value=_ratio_without_gradients),
+                  Mistake("a coupling's backward holds four more layer-sized buffers than block's: the recovered "
+                          "inputs (x1, x2) and the second stream's gradients.",
                           value=lambda: (_peak(PEAK_MODEL, PEAK_TOKENS, "block")
                                          / (_peak(PEAK_MODEL, PEAK_TOKENS, "reversible")
                                             - _inversion_gb(PEAK_MODEL, PEAK_TOKENS)))))),
