@@ -13,13 +13,12 @@ Nothing lists the chapters in code: every consumer (grader, decks, student editi
 page) discovers them from these files, so a new chapter is picked up by adding its files.
 """
 import html
+import json
 import pkgutil
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-
-import nbformat
 
 from ..errors import lookup
 
@@ -83,8 +82,8 @@ class Chapter:
         """The notebook's first heading (without the chapter number it starts with) once it is
         written, else the syllabus's title."""
         if self.written:
-            for cell in nbformat.read(self.notebook, as_version=4).cells:
-                if cell.cell_type == "markdown" and (m := re.search(r"^# (?:\d+\. )?(.+)$", cell.source, re.M)):
+            for source in markdown_cells(self.notebook):
+                if m := re.search(r"^# (?:\d+\. )?(.+)$", source, re.M):
                     return m.group(1).strip()
         return PLANNED.get(self.name, self.name)
 
@@ -95,6 +94,14 @@ class Chapter:
                 "problems": f"../exercises/{self.name}.html",
                 "cards": f"../book/flashcards.html#deck-{self.name}"}
         return lookup("page", page, path, param="page") + (f"#{anchor}" if anchor else "")
+
+
+def markdown_cells(notebook: Path) -> list[str]:
+    """The text of each Markdown cell of a notebook, in order. Read as plain JSON: importing
+    nbformat costs a kernel seconds (jsonschema's format checkers), and nothing here needs it."""
+    cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
+    return ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+            for c in cells if c["cell_type"] == "markdown"]
 
 
 def chapters(root: Path = ROOT) -> list[Chapter]:
@@ -128,11 +135,9 @@ def prose_words(notebook: Path) -> int:
     """The words a reader reads in a notebook's Markdown: fenced code, display math, table rows and
     directive options are left out; an ``{eval}`` number or any other role counts as one word."""
     words = 0
-    for cell in nbformat.read(notebook, as_version=4).cells:
-        if cell.cell_type != "markdown":
-            continue
+    for source in markdown_cells(notebook):
         skip = None  # the fence or "$$" that opened the block being skipped
-        for line in cell.source.splitlines():
+        for line in source.splitlines():
             stripped = line.strip()
             if skip:
                 if stripped.startswith(skip):
@@ -145,7 +150,8 @@ def prose_words(notebook: Path) -> int:
                 if not (len(stripped) > 2 and stripped.endswith("$$")):
                     skip = "$$"
                 continue
-            if _TABLE_ROW.match(line) or _DIRECTIVE_OPTION.match(line) or re.match(r"^\s*(:::|```)", line):
+            if _TABLE_ROW.match(line) or _DIRECTIVE_OPTION.match(line):
                 continue
+            line = re.sub(r"^\s*(:{3,}(\{[\w-]+\})?|#{1,6}\s)", "", line)  # a directive's title and a heading's words count
             words += len(_ROLE.sub("N", line).split())
     return words

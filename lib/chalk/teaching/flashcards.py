@@ -36,15 +36,13 @@ from difflib import SequenceMatcher
 from functools import cache
 from pathlib import Path
 
-import nbformat
 import yaml
 from markdown_it import MarkdownIt
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
 from ..errors import ChalkError, lookup
-from ..figures.canvas import alt_text
 from . import cards
-from .chapters import ROOT, Chapter, chapter_modules
+from .chapters import ROOT, Chapter, chapter_modules, markdown_cells
 
 DECK_DIR = ROOT / "exercises" / "flashcards"
 """Where the course keeps its decks."""
@@ -73,10 +71,19 @@ def _chapter_tables(attribute: str) -> dict[str, Callable]:
     return merged
 
 
-VALUES: dict[str, Callable[[], str]] = _chapter_tables("VALUES")
-"""Numbers the cards quote, each computed from chalk and formatted as the card shows it."""
-FIGURES: dict[str, Callable] = _chapter_tables("FIGURES")
-"""Figures a card may name; each returns a small matplotlib Figure drawn from chalk formulas."""
+@cache
+def _tables() -> dict[str, dict[str, Callable]]:
+    return {"VALUES": _chapter_tables("VALUES"), "FIGURES": _chapter_tables("FIGURES")}
+
+
+def __getattr__(name: str):
+    """``VALUES``, numbers the cards quote, each computed from chalk and formatted as the card shows
+    it, and ``FIGURES``, figures a card may name, each returning a small matplotlib Figure drawn from
+    chalk formulas. Gathered on first use: they import every chapter's figures, which a page that
+    only shows a card's HTML (a correction box) does not need."""
+    if name in ("VALUES", "FIGURES"):
+        return _tables()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 _PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}")
@@ -85,17 +92,19 @@ _PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 def fill(text: str, where: str = "card") -> str:
     """Replace each ``{{ name }}`` in ``text`` by the computed value ``VALUES[name]``."""
     def value(match: re.Match) -> str:
-        name = match.group(1)
-        if name not in VALUES:
+        name, values = match.group(1), _tables()["VALUES"]
+        if name not in values:
             raise DeckError(f"{where}: unknown value {{{{ {name} }}}}; known values: "
-                            f"{', '.join(sorted(VALUES))}")
-        return VALUES[name]()
+                            f"{', '.join(sorted(values))}")
+        return values[name]()
     return _PLACEHOLDER.sub(value, text)
 
 
 @cache
 def _drawn(name: str) -> tuple[bytes, str]:
-    fig = lookup("figure", name, FIGURES, param="figure")()
+    from ..figures.canvas import alt_text
+
+    fig = lookup("figure", name, _tables()["FIGURES"], param="figure")()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
     return buf.getvalue(), alt_text(fig)
@@ -164,11 +173,9 @@ def chapter_sections(notebook: Path) -> dict[str, str]:
     """``{anchor: heading}`` of a notebook's Markdown headings, in order. A heading that repeats an
     earlier one's anchor gets a numbered id on the site, so only the first is listed."""
     sections: dict[str, str] = {}
-    for cell in nbformat.read(notebook, as_version=4).cells:
-        if cell.cell_type != "markdown":
-            continue
+    for source in markdown_cells(notebook):
         fenced = False
-        for line in cell.source.splitlines():
+        for line in source.splitlines():
             if _FENCE.match(line):
                 fenced = not fenced
             elif not fenced and (m := _HEADING.match(line)):
@@ -213,8 +220,8 @@ def _card(where: str, i: int, entry, chapter: str) -> Card:
     if not isinstance(tags, list) or not tags or not all(isinstance(t, str) and t for t in tags):
         raise DeckError(f"{where}: 'tags' must be a non-empty list of words, got {tags!r}")
     figure = entry.get("figure")
-    if figure is not None and figure not in FIGURES:
-        raise DeckError(f"{where}: unknown figure {figure!r}; known figures: {', '.join(sorted(FIGURES))}")
+    if figure is not None and figure not in (known := _tables()["FIGURES"]):
+        raise DeckError(f"{where}: unknown figure {figure!r}; known figures: {', '.join(sorted(known))}")
     front, back = fill(_text(where, entry, "front"), where), fill(_text(where, entry, "back"), where)
     section, section_title, page = _section(where, entry, chapter)
     return Card(id=card_id, front=front, back=back, tags=tuple(tags), chapter=chapter, figure=figure,
