@@ -20,6 +20,14 @@ def _nvl72():
     return next(rb for rb in pipeline.rack_test(_DS) if rb.system == _NVL72)
 
 
+def _nvl72_fp8():
+    return next(rb for rb in pipeline.rack_test(_DS, **pipeline.DEEPEP_FORMATS) if rb.system == _NVL72)
+
+
+def _dff_ratio() -> float:
+    return models.get("llama-3.1-405b").d_ff / models.get(_DS).moe["d_ff_expert"]
+
+
 def _ds_layout():
     return layouts.get(_DS)
 
@@ -47,6 +55,10 @@ VALUES: dict[str, Callable[[], str]] = {
     "pp_nvl72_rho": lambda: f"{_nvl72().bandwidth_ratio:.0f}",
     "pp_nvl72_one_layer": lambda: f"{_nvl72().ratio_one_layer:.2f}",
     "pp_nvl72_min_layers": lambda: f"{_nvl72().min_layers}",
+    "pp_nvl72_fp8": lambda: f"{_nvl72_fp8().ratio_one_layer:.2f}",
+    "pp_ds_dff": lambda: f"{models.get(_DS).moe['d_ff_expert']:,}",
+    "pp_dff_ratio": lambda: f"{_dff_ratio():.0f}",
+    "pp_llama_tp": lambda: f"{layouts.get('llama-3.1-405b-8k-8192')['tensor']:.0f}",
     "pp_ds_rho": lambda: f"{_ds_layout()['nvlink_GBps'] / _ds_layout()['ib_GBps']:.1f}",
     "pp_ds_nodes": lambda: f"{_ds_layout()['max_nodes_per_token']:.0f}",
     "pp_ds_pp": lambda: f"{_ds_layout()['pipeline']:.0f}",
