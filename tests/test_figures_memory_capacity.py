@@ -215,3 +215,14 @@ def test_layout_figure_is_the_placement_over_the_formula():
     shown = fig.axes[0].images[0].get_array()
     expected = mem.layout_bytes("deepseek-v3", 64, 8192, "fp8", 8, 4) / mem.per_chip("deepseek-v3", 64, 8192, "fp8", 8, 4)
     np.testing.assert_allclose(shown, expected, rtol=1e-12)
+
+
+def test_floor_twin_says_what_its_line_leaves_out_past_the_experts(twins):
+    # DeepSeek-V3 has 256 routed experts per layer: wider than that, the line reads split experts whose
+    # collectives it does not count; a dense model is that wide only tensor parallel (all-reduces).
+    _, floor = twins
+    stops = floor["controls"][-1]["values"]
+    moe_notes = floor["views"]["deepseek-v3|fp8"]["readout"]["values"]["note"]
+    assert moe_notes[stops.index(256)] == "" and "collectives" in moe_notes[stops.index(512)]
+    dense_notes = floor["views"]["llama-3.1-405b|fp8"]["readout"]["values"]["note"]
+    assert dense_notes[stops.index(1)] == "" and "all-reduces" in dense_notes[stops.index(72)]

@@ -160,11 +160,14 @@ def test_section_anchor_agrees_with_docutils_on_every_chapter_heading():
 
 
 def test_every_card_names_a_heading_of_its_chapter(decks):
+    # A card's section is a heading of the chapter notebook or of its "Going deeper" page.
     for card in (c for d in decks for c in d.cards):
-        sections = chapter_sections(chapters.Chapter(card.chapter).notebook)
-        assert card.section in sections, f"{card.id}: {card.section!r} is no heading of {card.chapter}"
+        chapter = chapters.Chapter(card.chapter)
+        notebook, page = (chapter.deeper, "-deeper") if card.page == "deeper" else (chapter.notebook, "")
+        sections = chapter_sections(notebook)
+        assert card.section in sections, f"{card.id}: {card.section!r} is no heading of {notebook.name}"
         assert card.section_title == sections[card.section]
-        assert card.section_url == f"../notebooks/{card.chapter}.html#{card.section}"
+        assert card.section_url == f"../notebooks/{card.chapter}{page}.html#{card.section}"
 
 
 def test_word_count_counts_a_formula_as_one_word():

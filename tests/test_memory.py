@@ -435,8 +435,92 @@ def test_chapter_four_boxes_print_numbers_worked_by_hand():
     from chalk.teaching import corrections
     # NCCL's tuning.cc: base + network-step latency, 6.6 + 2.7 us (LL) and 8.4 + 14 us (Simple).
     hop = corrections.get("hop-latency").corrected()
-    assert f"charges {6.6 + 2.7:.0f} to {8.4 + 14:.0f} µs per network step" in hop and "at least" in hop
+    assert f"charges {6.6 + 2.7:.0f} to {8.4 + 14:.0f} µs per network step" in hop
+    # DeepEP's first README (2025-02-24), low-latency kernels with pure RDMA: dispatch 163 us at EP 8 to
+    # 194 us at EP 256; not its later table, whose small degrees also use NVLink (77 us at EP 8).
+    assert "163 to 194 µs" in hop and "77" not in hop
     # Llama 3.1 405B in BF16 on 8-GPU H100 boards, capacity-bound: P* = 2 N_tot b_w / (C E) with C the
     # 90% of 80 GB the course counts usable.
     p_star = 2 * LLAMA405_PARAMS * 2 / (0.9 * H100_HBM * 8)
     assert f"capacity sets $P^\\star$ = {p_star:.1f}," in corrections.get("kv-after-two-stages").corrected()
+
+
+# --- issue 25: collectives, the context ceiling in closed form, FP8 attention ------------------------
+# Llama 3.1 405B config.json: 126 layers, d_model 16,384, 8 KV heads of 128.
+L405_LAYERS, L405_D = 126, 16384
+H100_ALLREDUCE_FIXED = 5.9e-6               # SGLang's custom all-reduce, 8 H100s, 512 B (PR 2904)
+H100_NVLINK = 450e9                         # NVLink 4 per direction
+
+
+def test_token_time_counts_a_dense_models_allreduces_by_hand():
+    # Two all-reduces per layer over the 8 GPUs of a board, each 5.9 us plus a ring's 2 (8-1)/8 of the
+    # micro-batch's BF16 activations, 16 x 16,384 x 2 bytes, at 450 GB/s.
+    per = H100_ALLREDUCE_FIXED + 2 * 7 / 8 * 16 * L405_D * 2 / H100_NVLINK
+    with_ar = mem.token_time("llama-3.1-405b", "hgx-h100", 16, 32768, dtype="bf16")
+    without = mem.token_time("llama-3.1-405b", "hgx-h100", 16, 32768, dtype="bf16", allreduce=0.0)
+    assert with_ar - without == pytest.approx(2 * L405_LAYERS * per, rel=1e-6)
+    assert mem.tp_allreduces("llama-3.1-405b", "hgx-h100", 16) == pytest.approx(2 * L405_LAYERS * per, rel=1e-6)
+    # Whatever the stages: each stage runs its own layers' collectives.
+    four = mem.token_time("llama-3.1-405b", "hgx-h100", 16, 32768, stages=4, hop=1e-4, dtype="bf16")
+    assert four - with_ar == pytest.approx(4 * 1e-4, rel=1e-6)
+    # An expert-parallel MoE pays its all-to-all instead, none here; one chip pays nothing.
+    assert mem.tp_allreduces("deepseek-v3", "gb200-nvl72", 256, "fp8") == 0.0
+    assert mem.tp_allreduces("llama-3.1-405b", "hgx-h100", 16, expert_parallel=1) == 0.0
+    with pytest.raises(ChalkError, match="allreduce"):
+        mem.token_time("llama-3.1-405b", "hgx-h100", 16, 1024, allreduce=-1.0)
+
+
+def test_max_context_is_the_closed_form_of_the_issue_review():
+    # Issue 25's review recomputed the longest context for 16 sequences of Llama 3.1 405B (BF16) on
+    # HGX H100 stages: 20,605 tokens at P = 2, 57,467 at P = 8, and C E / (B b_kv) = 69,754 as P grows.
+    usable = H100_HBM * (1 - roofline.HEADROOM)
+    weights = LLAMA405_PARAMS * 2
+    for stages, published in ((2, 20605), (8, 57467)):
+        got = mem.max_context("llama-3.1-405b", "hgx-h100", 16, "bf16", stages)
+        assert got == pytest.approx((usable * 8 * stages - weights) / (stages * 16 * LLAMA405_KV), rel=0.002)
+        assert got == pytest.approx(published, abs=1)
+    assert mem.max_context("llama-3.1-405b", "hgx-h100", 16, "bf16", 10**9) == pytest.approx(
+        usable * 8 / (16 * LLAMA405_KV), rel=1e-6)
+    assert mem.max_context("llama-3.1-405b", "hgx-h100", 16, "bf16", 10**9) == pytest.approx(69754, abs=1)
+    assert mem.max_context("llama-3.1-405b", "hgx-h100", 16, "bf16", 1) == 0.0      # the weights alone overflow
+    sym = mem.max_context_limit
+    assert sp.simplify(sym - C * E / (B * b_kv)) == 0
+
+
+def test_max_context_with_windowed_layers_fits_exactly():
+    # Gemma 2's local layers hold at most 4,096 tokens: the bisection's root fills the chip to the byte.
+    ctx = mem.max_context("gemma-2-9b", "hgx-h100", 64, "bf16", 1)
+    usable = H100_HBM * (1 - roofline.HEADROOM)
+    assert mem.per_chip("gemma-2-9b", 64, ctx, "bf16", 8, 1) == pytest.approx(usable, rel=1e-6)
+    assert ctx > mem.max_context("llama-3-70b", "hgx-h100", 64, "bf16", 1)
+
+
+def test_fp8_attention_makes_deepseeks_batch_capacity_bound_and_keeps_p_star_below_one():
+    # Issue 25: L* = 7,556 with BF16 attention, about 2,789 with FP8, below the 4,096 tokens served.
+    bf16 = mem.crossover_at_balance("deepseek-v3", "gb200-nvl72", 4096, "fp8")
+    fp8 = mem.crossover_at_balance("deepseek-v3", "gb200-nvl72", 4096, "fp8", attention_dtype="fp8")
+    assert roofline.balance_context_for("GB200", "deepseek-v3", "fp8", attention_dtype="fp8") == pytest.approx(2789, abs=1)
+    assert not bf16.capacity_bound and bf16.batch == pytest.approx(12195, abs=1)
+    assert fp8.capacity_bound and fp8.stages < bf16.stages < 1
+    # Capacity-bound P* = 2 N_tot b_w / (C E): 671 GB of FP8 weights over 72 GPUs' usable HBM, twice.
+    usable = GB200_HBM * (1 - roofline.HEADROOM)
+    assert fp8.stages == pytest.approx(2 * models.get("deepseek-v3").total_params / (usable * 72), rel=1e-9)
+
+
+def test_deepep_rdma_table_is_self_consistent_and_network_bound():
+    # The pure-RDMA table: 128 tokens x 8 choices x (7,168 + 7,168/128 x 4) B = 7.569 MB dispatched in 163 us
+    # at EP 8 = 46 GB/s, under a ConnectX-7's 50 GB/s at every degree (the later table's EP 8 row: 98 GB/s).
+    from chalk.catalog import memory_data
+    rdma = memory_data.latency("deepep-low-latency-rdma")
+    for us, gbps in zip(rdma["dispatch_us"], rdma["dispatch_GBps"]):
+        assert 128 * 8 * (7168 + 7168 / 128 * 4) / (us * 1e-6) / 1e9 == pytest.approx(gbps, rel=0.03)
+        assert gbps < 50
+    assert max(memory_data.latency("deepep-low-latency")["dispatch_GBps"]) > 50
+
+
+def test_floor_table_leaves_out_systems_wider_than_a_layers_experts():
+    from chalk.figures import memory_capacity as mc
+    rows = mc.catalog_floors("deepseek-v3", "fp8")
+    assert max(count for _, count, _ in rows) == 256            # DeepSeek-V3: 256 routed experts per layer
+    assert "tpu-v7-9216" not in {name for name, _, _ in rows}
+    assert mc.widest_reading("llama-3.1-405b") == math.inf

@@ -12,7 +12,8 @@ Four pieces, each a SymPy expression first and a NumPy function second:
   ``per_chip``;
 * the read time of one decoded token: the weights the micro-batch touches (every expert once the
   batch is large, Chapter 1's t_weights) and its cache, read once across the E chips of a stage
-  whatever P, plus one hop per stage and, per MoE layer, the all-to-all among the E chips. The
+  whatever P, plus one hop per stage and, per MoE layer, the all-to-all among the E chips (for a
+  dense model split tensor parallel, two all-reduces per layer instead, ``tp_allreduces``). The
   weight-read floor falls with E, the chips reading; a scale-up domain S >= E keeps that
   all-to-all on the fast links;
 * the hop itself: a fixed latency plus the micro-batch's activations over the chips' network links;
@@ -99,6 +100,20 @@ def _max_batch_any_m_expr():
 
 
 @_derived
+def _max_context_expr():
+    """(C E P - N_tot b_w) / (m B b_kv): the longest context that fits B sequences per micro-batch
+    with m micro-batches in flight."""
+    return sp.solve(sp.Eq(per_chip_expr, C), L)[0]
+
+
+@_derived
+def _max_context_limit():
+    """C E / (B b_kv): the context no number of busy stages (m = P) lifts, where the cache alone fills
+    every chip."""
+    return sp.limit(_max_context_expr().subs(m, P), P, sp.oo)
+
+
+@_derived
 def _crossover_capacity_expr():
     """2 N_tot b_w / (C E): P* when the micro-batch is the largest that fits (past the balance
     context L*, where capacity and not B* sets it): the cache overtakes the weights once they take
@@ -151,10 +166,14 @@ t_link = sp.Symbol(r"t_\text{link}", positive=True)
 t_hop_expr = t_link + B * d_model * b_act / (E * W_out)
 """One stage boundary: the fixed latency plus the micro-batch's activations, each of the E chips
 sending its own sequences' share over its own network link."""
-token_time_expr = sp.expand(P * (T_read / P + t_hop)) + n_moe * t_a2a
+t_ar = sp.Symbol(r"t_\text{AR}", nonnegative=True)
+"""Local to this chapter: all of one token's tensor-parallel all-reduces, two per layer over the E
+chips of a stage (``roofline.tp_allreduce_time``): 0 for an expert-parallel MoE layout."""
+token_time_expr = sp.expand(P * (T_read / P + t_hop)) + n_moe * t_a2a + t_ar
 """One decoded token of a micro-batch: P stages in turn, each its T_read / P, and P hops (P-1
 forward and the loop back to the first stage; one stage needs none), plus one all-to-all per MoE
-layer. P cancels from the reads; only the hops grow with it."""
+layer and, for a tensor-parallel (dense) layout, its all-reduces, whose fixed cost per collective
+does not fall with E. P cancels from the reads; only the hops grow with it."""
 
 # --- training memory ---------------------------------------------------------------------------
 ZERO_STAGES = {
@@ -177,23 +196,25 @@ _HOP_ARGS = (t_link, B, d_model, b_act, E, W_out)
 def _numeric():
     """Vectorised NumPy versions of the formulas, each taking its symbols in this order: per-chip ones
     (N_tot, b_w, m, B, L, b_kv, E, P); ``t_read`` (N_tot, N_routed, k, n_exp, b_w, B, L, b_kv, E,
-    W_chip); ``token_time`` (T_read, P, t_hop, n_MoE, t_a2a); ``microbatches_busy`` (P, t_hop, T_read);
+    W_chip); ``token_time`` (T_read, P, t_hop, n_MoE, t_a2a, t_AR); ``microbatches_busy`` (P, t_hop, T_read);
     ``weight_floor`` (N_tot, N_routed, k, n_exp, b_w, B, E, W_chip); ``hop_time`` (t_link, B,
     d_model, b_act, E, W_out); ``crossover_stages`` (N_tot, b_w, B, L, b_kv); ``crossover_capacity``
-    (N_tot, b_w, C, E); ``max_batch`` (C, E, P, m, N_tot, b_w, L, b_kv); each ZeRO stage (N_tot, b_w,
+    (N_tot, b_w, C, E); ``max_batch`` (C, E, P, m, N_tot, b_w, L, b_kv); ``max_context`` (C, E, P, m,
+    N_tot, b_w, B, b_kv); each ZeRO stage (N_tot, b_w,
     b_g, b_opt, n_DP)."""
     return {
         "per_chip": sp.lambdify(_C_ARGS, per_chip_expr, "numpy"),
         "weights_per_chip": sp.lambdify(_C_ARGS, weights_per_chip, "numpy"),
         "kv_per_chip": sp.lambdify(_C_ARGS, kv_per_chip, "numpy"),
         "t_read": sp.lambdify(_READ_ARGS, t_read_expr, "numpy"),
-        "token_time": sp.lambdify((T_read, P, t_hop, n_moe, t_a2a), token_time_expr, "numpy"),
+        "token_time": sp.lambdify((T_read, P, t_hop, n_moe, t_a2a, t_ar), token_time_expr, "numpy"),
         "microbatches_busy": sp.lambdify((P, t_hop, T_read), _microbatches_busy_expr(), "numpy"),
         "weight_floor": sp.lambdify(_READ_ARGS[:6] + (E, W_chip), weight_floor_expr, "numpy"),
         "hop_time": sp.lambdify(_HOP_ARGS, t_hop_expr, "numpy"),
         "crossover_stages": sp.lambdify((N_tot, b_w, B, L, b_kv), _crossover_stages_expr(), "numpy"),
         "crossover_capacity": sp.lambdify((N_tot, b_w, C, E), _crossover_capacity_expr(), "numpy"),
         "max_batch": sp.lambdify((C, E, P, m, N_tot, b_w, L, b_kv), _max_batch_any_m_expr(), "numpy"),
+        "max_context": sp.lambdify((C, E, P, m, N_tot, b_w, B, b_kv), _max_context_expr(), "numpy"),
         "zero": {stage: sp.lambdify((N_tot, b_w, b_g, b_opt, n_DP), expr, "numpy") for stage, expr in ZERO_STAGES.items()},
     }
 
@@ -342,6 +363,38 @@ def max_batch(model, system, context, dtype="bf16", stages=1, kv_bytes_per_eleme
     return float(math.floor(most + 1e-9))
 
 
+def max_context(model, system, batch, dtype="bf16", stages=1, kv_bytes_per_element=2, headroom=roofline.HEADROOM,
+                microbatches=None) -> float:
+    """Longest context, in tokens, at which ``batch`` sequences per micro-batch fit when every chip
+    of ``system`` is one of the E chips of a stage, with P = ``stages`` and ``microbatches`` in
+    flight (m = P by default): ``max_context_expr`` with C the chip's usable HBM, or, for a model
+    with sliding-window layers (whose cache is not linear in context), the root of c = C found by
+    bisection. 0 when the weights alone do not fit; ``stages`` to infinity gives C E / (B b_kv)."""
+    mdl, sys_ = _model(model), _system(system)
+    _batch(batch, positive)
+    P_ = positive_int("stages", stages)
+    m_ = P_ if microbatches is None else _in_flight(microbatches)
+    in_range("headroom", headroom, 0, 0.99)
+    usable = sys_.chip.hbm_capacity * (1 - headroom)
+    b = hardware.bytes_per_weight(dtype)
+    if mdl.total_params * b / (sys_.count * P_) > usable:
+        return 0.0
+    flat = mdl.kv_bytes_per_token(kv_bytes_per_element)
+    closed = float(_numeric()["max_context"](usable, sys_.count, P_, m_, mdl.total_params, b, float(batch), flat))
+    if not np.any(mdl.kv_bytes_windowed(np.array([1.0, 1e9]), kv_bytes_per_element)):
+        return closed
+    low, high = 0.0, max(closed, 1.0)   # windowed layers hold less than L b_kv: the root lies past closed
+    while per_chip(mdl, batch, high, dtype, sys_.count, P_, m_, kv_bytes_per_element) <= usable:
+        low, high = high, 2 * high
+        if high > 1e12:
+            return math.inf
+    for _ in range(100):
+        mid = (low + high) / 2
+        low, high = (mid, high) if per_chip(mdl, batch, mid, dtype, sys_.count, P_, m_, kv_bytes_per_element) <= usable \
+            else (low, mid)
+    return low
+
+
 @dataclass(frozen=True)
 class Crossover:
     """Where the cache overtakes the weights at the batch a stage would run."""
@@ -354,17 +407,20 @@ class Crossover:
 
 
 def crossover_at_balance(model, system, context, dtype="bf16", kv_bytes_per_element=2,
-                         headroom=roofline.HEADROOM) -> Crossover:
+                         headroom=roofline.HEADROOM, attention_dtype=None) -> Crossover:
     """P* at the micro-batch a stage of ``system`` would run: the balance batch B*(L) of Chapter 1
     (``roofline.balance_batch`` at this context, inf past L*) when it fits, else the largest that
     fits, B_max(P). The batch grows with P, and so does the cache's share, so P* is the larger of
-    N_tot b_w / (B* L b_kv) and 2 N_tot b_w / (C E), where the weights take half of each chip."""
+    N_tot b_w / (B* L b_kv) and 2 N_tot b_w / (C E), where the weights take half of each chip.
+    ``attention_dtype`` is the attention kernels' number format (``roofline.replica``: BF16 by
+    default); FP8 attention lowers L*, past which B* is inf and capacity sets the batch."""
     mdl, sys_ = _model(model), _system(system)
     positive("context", context)
     in_range("headroom", headroom, 0, 0.99)
     b = hardware.bytes_per_weight(dtype)
     usable = sys_.chip.hbm_capacity * (1 - headroom)
-    b_star = roofline.balance_batch(sys_.chip, mdl, dtype, context, kv_bytes_per_element)
+    rep = roofline.replica(sys_.chip, mdl, dtype, 1, kv_bytes_per_element, attention_dtype)
+    b_star = roofline._balance_batch(rep, context)  # roofline.balance_batch, in this attention format
     by_balance = crossover_stages(mdl, b_star, context, dtype, kv_bytes_per_element) if math.isfinite(b_star) else 0.0
     by_capacity = float(_numeric()["crossover_capacity"](mdl.total_params, b, usable, sys_.count))
     if by_balance >= by_capacity:
@@ -502,19 +558,36 @@ def hop_time(model, system, batch, latency, bytes_per_element=2):
                                        sys_.count, sys_.chip.scale_out_bandwidth))
 
 
+def tp_allreduces(model, system, batch, dtype="bf16", expert_parallel=None):
+    """Seconds one decoded token of a micro-batch of ``batch`` sequences spends in tensor-parallel
+    all-reduces when a dense model is split over the E chips of a stage (every chip of ``system``
+    unless ``expert_parallel`` says otherwise): two per layer, whatever P (each stage runs its own
+    layers' share), as Chapter 1's ``roofline.tp_allreduce_time`` counts them (ring, the chip's
+    measured fixed cost per collective where the catalog has one, else the links alone). 0 for an
+    MoE model, laid out expert-parallel with its all-to-all counted apart, and for one chip."""
+    mdl, sys_ = _model(model), _system(system)
+    E_ = sys_.count if expert_parallel is None else positive_int("expert_parallel", expert_parallel)
+    rep = roofline.Replica(sys_.chip, mdl, dtype, E_, 2.0)
+    return _scalar(rep.layout_allreduce_time(np.asarray(_batch(batch), dtype=float)))
+
+
 def token_time(model, system, batch, context, stages=1, hop=0.0, dtype="bf16", kv_bytes_per_element=2,
-               alltoall=0.0, expert_parallel=None):
+               alltoall=0.0, expert_parallel=None, allreduce=None):
     """Lower bound on one decoded token's time per micro-batch of ``batch`` sequences when each of
     ``stages`` stages is a whole ``system`` (E = its chips, or ``expert_parallel``): T_read (the
     weights the micro-batch touches and its cache, read once by a stage's chips), plus ``hop``
-    seconds per stage (none for one stage) and ``alltoall`` seconds per MoE layer (not counted by
-    default; Chapter 2's ``moe.layer_times(...).communication`` gives it). Memory reads only: the matmuls overlap them (Chapter 1)."""
+    seconds per stage (none for one stage), ``alltoall`` seconds per MoE layer (not counted by
+    default; Chapter 2's ``moe.layer_times(...).communication`` gives it) and ``allreduce`` seconds
+    of tensor-parallel all-reduces per token (by default ``tp_allreduces``: a dense model's, none for
+    an MoE). Memory reads only: the matmuls overlap them (Chapter 1)."""
     mdl = _model(model)
     P_ = positive_int("stages", stages)
     non_negative("hop", hop)
     non_negative("alltoall", alltoall)
     T = read_time(mdl, system, batch, context, dtype, kv_bytes_per_element, expert_parallel)
-    return _scalar(_numeric()["token_time"](T, P_, hop if P_ > 1 else 0.0, mdl.n_moe_layers, alltoall))
+    ar = tp_allreduces(mdl, system, batch, dtype, expert_parallel) if allreduce is None \
+        else non_negative("allreduce", allreduce)
+    return _scalar(_numeric()["token_time"](T, P_, hop if P_ > 1 else 0.0, mdl.n_moe_layers, alltoall, ar))
 
 
 # --- training memory ---------------------------------------------------------------------------

@@ -90,12 +90,40 @@ def floor_line(model, system, dtype, domains=None) -> np.ndarray:
     return mem.weight_floor(model, system, dtype, expert_parallel=1) / sizes
 
 
+def widest_reading(model) -> float:
+    """The most chips that can read one MoE layer's weights at once with every routed expert whole:
+    its routed experts (past that, splitting an expert adds the collectives a dense layer pays).
+    inf for a dense model, whose reads spread only by tensor parallelism and its all-reduces."""
+    mdl = models.get(model) if isinstance(model, str) else model
+    return float(mdl.moe["n_routed_experts"]) if mdl.moe else math.inf
+
+
 @lru_cache(maxsize=64)
 def catalog_floors(model, dtype) -> list[tuple[str, int, float]]:
     """(system, S, weight floor s) for every catalog system with all its S chips reading (E = S),
-    at batches that touch every expert, sorted by S."""
-    rows = [(s.name, s.count, mem.weight_floor(model, s, dtype)) for s in systems.catalog_systems().values()]
+    at batches that touch every expert, sorted by S; systems larger than ``widest_reading`` are left
+    out (a 9,216-chip pod cannot read a 256-expert layer on every chip without splitting experts)."""
+    rows = [(s.name, s.count, mem.weight_floor(model, s, dtype)) for s in systems.catalog_systems().values()
+            if s.count <= widest_reading(model)]
     return sorted(rows, key=lambda r: (r[1], r[2]))
+
+
+def nccl_fixed() -> tuple[float, float]:
+    """A network step's fixed latency in NCCL's cost model, seconds: (LL protocol, Simple protocol)."""
+    nccl = memory_data.latency("nccl-net-step")
+    return (1e-6 * (nccl["base_us_ll"] + nccl["hop_us_ll"]), 1e-6 * (nccl["base_us_simple"] + nccl["hop_us_simple"]))
+
+
+HOP_EXAMPLE = dict(model="deepseek-v3", system="gb200-nvl72", context=4096, dtype="fp8")
+"""The hop's worked example: DeepSeek-V3 in FP8 on GB200 NVL72 stages at 4,096 tokens."""
+
+
+def hop_example_batch(attention_dtype=None) -> int:
+    """The hop example's micro-batch: the batch a stage would run (``memory.crossover_at_balance``),
+    the balance batch B*(L) with attention at BF16 peak, or with ``attention_dtype`` attention."""
+    e = HOP_EXAMPLE
+    return round(mem.crossover_at_balance(e["model"], e["system"], e["context"], e["dtype"],
+                                          attention_dtype=attention_dtype).batch)
 
 
 # --- the chapter's static figures ----------------------------------------------------------------
@@ -155,15 +183,9 @@ def context_figure(model="llama-3.1-405b", system="hgx-h100", dtype="bf16", batc
 
 def context_fits(model, system, dtype, batch, stages) -> float:
     """The longest context whose weights and cache fit a chip's usable HBM (0 if the weights alone
-    do not), read off ``CONTEXTS`` by interpolation."""
-    w, k = context_parts(model, system, dtype, batch, stages)
-    total = w + k
-    usable = _usable(system)
-    if total[0] > usable:
-        return 0.0
-    if total[-1] <= usable:
-        return float(CONTEXTS[-1])
-    return float(10 ** np.interp(np.log10(usable), np.log10(total), np.log10(CONTEXTS)))
+    do not): ``memory.max_context``, the closed form the figure's curves cross, in whole tokens."""
+    most = mem.max_context(model, system, batch, dtype, stages)
+    return float(math.floor(most)) if math.isfinite(most) else most
 
 
 def context_alt(model="llama-3.1-405b", system="hgx-h100", dtype="bf16", batch=16, stages=(1, 2, 4, 8)) -> str:
@@ -186,6 +208,9 @@ def floor_figure(model="deepseek-v3", dtype="fp8", width=6.4, height=3.6):
         for (name, count, t), marker in zip(rows, markers * 2):  # (repeats only past 15 systems)
             ax.plot([count], [1e3 * t], marker, ms=6, color=COLORS["point"], mec="black", label=name)
         ax.axhline(memory_data.LECTURE["step_ms"], color=COLORS["lecture"], ls=":", label="the lecture's 20 ms step")
+        widest = widest_reading(model)
+        if math.isfinite(widest):   # past a layer's routed experts, reading wider splits experts: collectives
+            ax.axvline(widest, color=COLORS["total"], ls="-.", lw=0.8, label=f"{widest:.0f} routed experts per layer")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("chips reading the weights in parallel, E (a catalog system: E = S)")
@@ -202,7 +227,9 @@ def floor_alt(model="deepseek-v3", dtype="fp8") -> str:
     fastest, slowest = min(rows, key=lambda r: r[2]), max(rows, key=lambda r: r[2])
     return (f"Log-log lines of the time to read {models.get(model).display}'s weights once against the number of "
             f"chips reading them, falling as 1/E, at batches that touch every expert; catalog systems as markers, from {1e3 * slowest[2]:.1f} ms on "
-            f"{slowest[0]} (S = {slowest[1]}) to {1e3 * fastest[2]:.2f} ms on {fastest[0]} (S = {fastest[1]}).")
+            f"{slowest[0]} (S = {slowest[1]}) to {1e3 * fastest[2]:.2f} ms on {fastest[0]} (S = {fastest[1]})"
+            + (f"; a vertical line at {widest_reading(model):.0f} chips, the routed experts of one layer, past which "
+               "reading wider means splitting experts." if math.isfinite(widest_reading(model)) else "."))
 
 
 def layout_figure(model="deepseek-v3", batch=64, context=8192, dtype="fp8", expert_parallel=8, stages=4,
@@ -653,15 +680,20 @@ def floor_twin_view(model, dtype) -> dict:
     step = memory_data.LECTURE["step_ms"]
     low, high = _decades(np.r_[np.concatenate(list(floors.values())) * 1e3, step])
     by_size = {}
-    for name, count, _ in catalog_floors(model, dtype):
-        by_size.setdefault(count, []).append(name)
+    for sys_ in systems.catalog_systems().values():
+        by_size.setdefault(sys_.count, []).append(sys_.name)
+    widest = widest_reading(model)
+    notes = [("" if s <= widest else f" Past {widest:.0f} chips the experts of a layer would have to split, adding "
+              "collectives this line does not count.") if math.isfinite(widest) else
+             ("" if s == 1 else " A dense model reads this wide only tensor parallel, whose all-reduces this line "
+              "does not count.") for s in FLOOR_STOPS]
     series = {chip: twin.rounded(1e3 * f) for chip, f in floors.items()}
     series["step"] = twin.rounded(np.full(len(stops), step))
     return {"panels": [{"ylim": [low, high], "series": series}],
             "vlines": [{"x": count, "style": "domains"} for count in sorted(by_size)],
             "readout": {"pick": [0] * len(stops),
                         "values": {"systems": [", ".join(sorted(by_size.get(s, []))) or "none"
-                                               for s in FLOOR_STOPS]},
+                                               for s in FLOOR_STOPS], "note": notes},
                         "constants": {"step_ms": twin.rounded(step)[0]}}}
 
 
@@ -680,6 +712,6 @@ def floor_twin_data() -> dict:
                "point": twin.point_style("chosen S, on GB200 chips", COLORS["point"])}
     chips = ", ".join(f"{chip} {{0.{chip}}} ms" for chip, _, _, _ in FLOOR_CHIPS)
     templates = ["S = {size} chips reading every weight once: " + chips + " (the lecture's step: {step_ms} ms). "
-                 "Catalog systems of this size: {systems}"]
+                 "Catalog systems of this size: {systems}.{note}"]
     views = {f"{m}|{d}": floor_twin_view(m, d) for m in TWIN_MODELS for d in TWIN_DTYPES}
     return twin.twin_data(controls, panels, styles, legend=list(styles), templates=templates, views=views)

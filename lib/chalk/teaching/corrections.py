@@ -416,42 +416,36 @@ def _random_net_cipher() -> str:
 
 
 # Chapter 4's statement imports chalk.memory when called, for the same reason.
-_HOP_MODEL, _HOP_SYSTEM, _HOP_CONTEXT = "deepseek-v3", "gb200-nvl72", 4096
-"""The stage of Chapter 4's hop bound: DeepSeek-V3 in FP8, one GB200 NVL72 rack per stage, at the
-balance batch of 4,096 tokens of context."""
 
 
 def _hop_latency() -> str:
     from .. import memory
     from ..catalog import memory_data
-    nccl, ep = memory_data.latency("nccl-net-step"), memory_data.latency("deepep-low-latency")
-    fixed = (nccl["base_us_ll"] + nccl["hop_us_ll"], nccl["base_us_simple"] + nccl["hop_us_simple"])
+    from ..figures import memory_capacity as mc
+    rdma = memory_data.latency("deepep-low-latency-rdma")
+    fixed = mc.nccl_fixed()
     lecture = memory_data.LECTURE
     stages = int(lecture["stages"])
-    batch = round(memory.crossover_at_balance(_HOP_MODEL, _HOP_SYSTEM, _HOP_CONTEXT, "fp8").batch)
-    mdl, rack = models.get(_HOP_MODEL), systems.get(_HOP_SYSTEM)
+    batch = mc.hop_example_batch()
+    mdl, rack = models.get(mc.HOP_EXAMPLE["model"]), systems.get(mc.HOP_EXAMPLE["system"])
     payload = batch * mdl.d_model * 2
-    spread = memory.hop_time(_HOP_MODEL, rack, batch, 0.0)
+    spread = memory.hop_time(mdl, rack, batch, 0.0)
     one_link = payload / rack.chip.scale_out_bandwidth
-    low, high = (stages * (memory.hop_time(_HOP_MODEL, rack, batch, f * 1e-6)) for f in fixed)
-    squeezed = stages * (fixed[1] * 1e-6 + one_link)
-    return (f"Published figures put a hop's fixed part at tens of microseconds: NCCL's own cost model (a model, not "
-            f"a measurement) charges {fixed[0]:.0f} to {fixed[1]:.0f} µs per network step before any payload "
-            f"([NVIDIA, 2024]({_REFERENCES})), and DeepEP measured {ep['dispatch_us'][0]:.0f} to "
-            f"{ep['dispatch_us'][-1]:.0f} µs for a whole expert all-to-all of {ep['tokens']:.0f} tokens over "
-            f"InfiniBand, payload included ([DeepSeek-AI, 2025]({_REFERENCES})). Both are transfers the GPU starts "
-            "itself, so both are lower bounds. A stage boundary carries $B\\,d_\\text{model}\\,b_\\text{act}$ bytes: "
-            f"for {mdl.display} at its balance batch of {batch:,} sequences at {_HOP_CONTEXT:,} tokens, "
+    low, high = (stages * memory.hop_time(mdl, rack, batch, f) for f in fixed)
+    squeezed = stages * (fixed[1] + one_link)
+    return (f"Published figures put a hop at tens to hundreds of microseconds for transfers the GPU starts itself: "
+            f"NCCL's cost model (a model, not a measurement) charges {1e6 * fixed[0]:.0f} to {1e6 * fixed[1]:.0f} µs "
+            f"per network step before any payload ([NVIDIA, 2024]({_REFERENCES})), and DeepEP's first, pure-RDMA "
+            f"kernels took {min(rdma['dispatch_us']):.0f} to {max(rdma['dispatch_us']):.0f} µs for a whole expert "
+            f"dispatch of {rdma['tokens']:.0f} tokens per GPU over InfiniBand, payload included "
+            f"([DeepSeek-AI, 2025]({_REFERENCES}); its later tables also use NVLink inside a node). A stage boundary "
+            "carries $B\\,d_\\text{model}\\,b_\\text{act}$ bytes: "
+            f"for {mdl.display} at its balance batch of {batch:,} sequences at {mc.HOP_EXAMPLE['context']:,} tokens, "
             f"{payload / 1e6:.0f} MB, which the {rack.count} network links of a {rack.display.split(' (')[0]} "
-            f"rack send in {1e6 * spread:.0f} µs. Over {stages} stages the hops then add at least {1e3 * low:.2f} to "
-            f"{1e3 * high:.2f} ms per token. That is a floor, not a refutation of the lecture's "
-            f"{lecture['added_ms']:.0f} ms: these figures do not exclude milliseconds for sends that the host "
-            "schedules (a launch, a scheduler's turn, a synchronisation per step), which none of them measures. "
-            f"What DeepEP's measurement does bound is the network's part: its dispatches and combines, payload "
-            f"included, took at most {max(*ep['dispatch_us'], *ep['combine_us']) / 1e3:.2f} ms each. Milliseconds "
-            "would have to come from the "
-            "host, or from a micro-batch squeezed through a single "
-            f"{rack.chip.scale_out_bandwidth / 1e9:.0f} GB/s link ({1e3 * squeezed:.1f} ms over {stages} hops).")
+            f"rack send in {1e6 * spread:.0f} µs. Over {stages} stages the hops then add {1e3 * low:.2f} to "
+            f"{1e3 * high:.2f} ms per token, not the lecture's {lecture['added_ms']:.0f} ms. Milliseconds need what "
+            "none of these figures measures, a host that schedules each send, or a micro-batch squeezed through a "
+            f"single {rack.chip.scale_out_bandwidth / 1e9:.0f} GB/s link ({1e3 * squeezed:.1f} ms over {stages} hops).")
 
 
 def _kv_after_two_stages() -> str:

@@ -80,6 +80,8 @@ VALUES: dict[str, Callable[[], str]] = {
     "mc_lecture_stages": lambda: f"{memory_data.LECTURE['stages']:.0f}",
     "mc_nccl_low": lambda: f"{memory_data.LATENCIES['nccl-net-step']['base_us_ll'] + memory_data.LATENCIES['nccl-net-step']['hop_us_ll']:.0f}",
     "mc_nccl_high": lambda: f"{memory_data.LATENCIES['nccl-net-step']['base_us_simple'] + memory_data.LATENCIES['nccl-net-step']['hop_us_simple']:.0f}",
+    "mc_rdma_low": lambda: f"{min(memory_data.latency('deepep-low-latency-rdma')['dispatch_us']):.0f}",
+    "mc_rdma_high": lambda: f"{max(memory_data.latency('deepep-low-latency-rdma')['dispatch_us']):.0f}",
     "mc_adam_bytes": lambda: f"{memory_data.recipe('zero-mixed-adam').bytes_per_param:g}",
     "mc_train_70b_h100": lambda: f"{memory.fewest_chips_to_train('llama-3-70b', 'H100-SXM')}",
     "mc_train_70b_tb": lambda: f"{memory.training_state_bytes('llama-3-70b') / 1e12:.2f}",
