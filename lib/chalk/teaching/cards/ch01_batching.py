@@ -42,6 +42,11 @@ def _flops_per_kv_byte(model: str) -> float:
     return m.attention_flops_per_cached_token() / m.kv_bytes_per_token(2)
 
 
+def _gb200_lstar(attention: str, cache: str) -> float:
+    """DeepSeek-V3's L* on a GB200 serving FP8 weights, attention and cache in the given formats."""
+    return roofline.balance_context_sensitivity(NVL72["chip"], V3, NVL72["dtype"])[(attention, cache)]
+
+
 def _nvl72_ms(batch: int, name: str = "t_step") -> float:
     """One DeepSeek-V3 step on the NVL72 at short context, in ms."""
     p = roofline.replica_params(NVL72["chip"], V3, NVL72["dtype"], NVL72["chips"])
@@ -79,6 +84,9 @@ VALUES: dict[str, Callable[[], str]] = {
     "lecture_r_gb300_fp4": lambda: f"{_lecture_ratio('GB300', 'fp4'):.0f}",
     "lstar_llama70_h100": lambda: _sig2(roofline.balance_context_for("H100-SXM", LLAMA_70B, "bf16"), 3),
     "mla_flops_per_byte_v3": lambda: f"{_flops_per_kv_byte(V3):.0f}",
+    "lstar_v3_gb200_bf16_att": lambda: _sig2(_gb200_lstar("bf16", "bf16"), 3),
+    "lstar_v3_gb200_fp8_att": lambda: _sig2(_gb200_lstar("fp8", "bf16"), 3),
+    "lstar_v3_gb200_fp8_both": lambda: _sig2(_gb200_lstar("fp8", "fp8"), 3),
     "gqa_flops_per_byte_llama70": lambda: f"{_flops_per_kv_byte(LLAMA_70B):.0f}",
     "drain_h100_ms": lambda: f"{hardware.get('H100-SXM').drain_time * 1e3:.0f}",
     "drain_a100_ms": lambda: f"{hardware.get('A100-80GB').drain_time * 1e3:.0f}",
