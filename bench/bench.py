@@ -75,6 +75,15 @@ def bench_build() -> dict:
     return {"build_clean_s": round(seconds, 1)}
 
 
+def bench_class_site() -> dict:
+    """Wall time of `make book STUDENT=1` right after the clean build, as an instructor runs it: the
+    class site starts from the default build's environment and executes only the problem sets."""
+    seconds, log = _timed(["make", "book", "STUDENT=1"], "class-site")
+    if log:
+        sys.exit(f"bench: the class site's build failed:\n{log}")
+    return {"build_class_site_s": round(seconds, 1)}
+
+
 def bench_test() -> dict:
     """Wall time of `make test`, the whole suite as CI runs it; a failing suite is timed all the same."""
     seconds, log = _timed(["make", "test"], "test")
@@ -169,7 +178,8 @@ def _load(browser, site: Path, rel: str) -> tuple[dict, list]:
     return dict(sorted(loaded.items(), key=lambda item: -item[1])), outside
 
 
-BENCHMARKS = {"widget": bench_widget, "cli": bench_cli, "roofline": bench_roofline, "build": bench_build, "pages": bench_pages, "test": bench_test}
+BENCHMARKS = {"widget": bench_widget, "cli": bench_cli, "roofline": bench_roofline, "build": bench_build,
+              "class_site": bench_class_site, "pages": bench_pages, "test": bench_test}
 
 
 def budgets() -> dict[str, float]:
