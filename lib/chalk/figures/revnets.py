@@ -145,12 +145,19 @@ POLICY_MARKERS = {"full": "o", "block": "s", "reversible": "^"}
 """One marker per storage policy, where line styles already tell kept from peak."""
 
 
+@lru_cache(maxsize=None)
+def per_width(model: str) -> float:
+    """``reversible.layer_kept_per_width`` of a catalog model, once per model: an explorer update
+    must not pay for its SymPy substitution."""
+    return rv.layer_kept_per_width(model)
+
+
 def memory_curves(model: str, tokens: float) -> dict:
     """GB kept for the backward pass at every depth of ``DEPTHS``, per policy, at the model's width
     and with its own layer (attention scores not stored: memory-efficient attention)."""
     d = models.get(model).d_model
     depths = np.array(DEPTHS, dtype=float)
-    per = rv.layer_kept_per_width(model)
+    per = per_width(model)
     return {p: rv.activation_bytes(tokens, d, depths, p, kept_per_width=per) / 1e9 for p in rv.POLICIES}
 
 
@@ -164,7 +171,7 @@ def memory_ylim(curves: dict) -> tuple[float, float]:
 def memory_readout(model: str, tokens: float, policy: str, depth: float) -> dict:
     """The numbers the explorer and the twin print for one depth and policy."""
     m = models.get(model)
-    per = rv.layer_kept_per_width(model)
+    per = per_width(model)
     kept = {p: rv.activation_bytes(tokens, m.d_model, depth, p, kept_per_width=per) / 1e9 for p in rv.POLICIES}
     peak = rv.activation_bytes(tokens, m.d_model, depth, policy, peak=True, vocab=m.vocab, kept_per_width=per) / 1e9
     return {"kept_gb": kept[policy], "peak_gb": peak, **{f"{p}_gb": v for p, v in kept.items()},
@@ -218,7 +225,7 @@ class RevnetFigure:
         self.ax_mem.set_ylim(*memory_ylim(curves))
         self.model_line.set_xdata([models.get(model).n_layers] * 2)
         kept = rv.activation_bytes(tokens, models.get(model).d_model, depth, policy,
-                                   kept_per_width=rv.layer_kept_per_width(model)) / 1e9
+                                   kept_per_width=per_width(model)) / 1e9
         self.point.set_data([depth], [kept])
         self._key = ((model, tokens), (round_function, rounds, model, tokens))
 
