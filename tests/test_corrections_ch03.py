@@ -39,3 +39,12 @@ def test_batch_box_says_the_per_rack_batch_is_unchanged_and_users_grow():
     # one batch in 4 stages idles 3/4 (the lecture's own picture); decode at hops of t_F / 2 needs
     # ceil(4 x 1.5) = 6 in flight
     assert "75%" in text and " 6 at hops of 0.5" in text
+
+
+def test_decode_bubble_box_against_the_round_trip_by_hand():
+    text = corrections.get("decode-bubble").corrected()
+    # prefill stream: no idle in steady state. Decode, P = 4, t_F = 1: a round trip lasts 4 (1 + hop);
+    # 2 micro-batches work 2 of it, idle 1 - 2/4 = 50%; 4 with hops of 0.5 work 4 of 6, idle 33%;
+    # busy from ceil(4 x 1.5) = 6 in flight
+    assert "(0% idle" in text and "idles 50%" in text and "33% at hops of 0.5" in text and ", 6 here" in text
+    assert pipeline.decode_idle_fraction(4, 2) == 0.5 and pipeline.decode_microbatches_needed(4, 0.5) == 6
