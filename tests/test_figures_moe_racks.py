@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from chalk import moe, systems
+from chalk import ChalkError, moe, systems
 from chalk.figures import canvas, moe_racks as mr
 
 
@@ -171,3 +171,20 @@ def test_usable_hbm_label_follows_the_headroom():
     assert mr.USABLE_LABEL == f"usable HBM ({round(100 * (1 - 0.1))}%)"
     alt_legend = [t.get_text() for t in mr.memory_figure().legends[0].get_texts()]
     assert mr.USABLE_LABEL in alt_legend
+
+
+# --- helpers the chapter and its deeper page share ------------------------------------------------
+def test_decode_layer_spreads_the_tokens_per_chip_over_every_expert_chip_of_each_domain():
+    # DeepSeek-V3's 256 experts split evenly over 64 of an NVL72's 72 GPUs; two racks keep 64 tokens each
+    t = mr.decode_layer("gb200-nvl72", 2)
+    assert t == moe.layer_times("deepseek-v3", "gb200-nvl72", 2 * 64 * 64, "fp8", domains=2, chips=64)
+    assert mr.decode_layer("hgx-h100", tokens_per_chip=8) == moe.layer_times("deepseek-v3", "hgx-h100", 64, "fp8")
+
+
+def test_skew_study_copies_help_while_the_popularity_holds_and_not_after():
+    s = mr.skew_study("deepseek-v3", 64, tokens=2048, trials=3)
+    held, moved = s.imbalance[s.copies, 0.0], s.imbalance[s.copies, s.moved]
+    assert s.imbalance[0, 0.0] > 1.5 > held          # the copies take most of the skew out
+    assert moved > 1.5 * held                         # a stale balancer gives most of it back
+    with pytest.raises(ChalkError, match="moved"):
+        mr.skew_study("deepseek-v3", 64, tokens=2048, trials=3, moved=0.5)

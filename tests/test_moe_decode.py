@@ -49,6 +49,20 @@ def test_one_micro_batch_takes_the_all_to_all_and_the_experts_in_series():
     assert t == pytest.approx(MOE_LAYERS * (comm + reads), rel=1e-9)
 
 
+def test_attention_covers_the_all_to_all_too():
+    # 40 us of attention per layer and micro-batch: on one rack it lengthens every layer (the
+    # all-to-all was hidden already); on two it hides part of the all-to-all, so the tax shrinks.
+    comm1, reads1 = _by_hand(64, 1)
+    comm2, reads2 = _by_hand(64, 2)
+    att = 40e-6
+    kw = dict(chips=64, attention=att)
+    one = moe.decode_moe_time(DS, "gb200-nvl72", 64, "fp8", **kw)
+    two = moe.decode_moe_time(DS, "gb200-nvl72", 64, "fp8", domains=2, **kw)
+    assert one == pytest.approx(MOE_LAYERS * 2 * (reads1 + att), rel=1e-9)
+    assert two == pytest.approx(MOE_LAYERS * 2 * max(comm2, reads2 + att), rel=1e-9)
+    assert two - one < MOE_LAYERS * 2 * (comm2 - reads1)
+
+
 def test_measured_links_make_the_second_rack_dearer():
     nominal = [moe.decode_moe_time(DS, "gb200-nvl72", 64, "fp8", domains=d, chips=64) for d in (1, 2)]
     measured = [moe.decode_moe_time(DS, "gb200-nvl72", 64, "fp8", domains=d, chips=64, links="measured")
@@ -81,6 +95,7 @@ def test_node_limited_routing_lowers_the_crossover_less_than_more_domains_do():
     (lambda: moe.decode_moe_time(DS, "gb200-nvl72", 64, "fp8", micro_batches=0), "micro_batches"),
     (lambda: moe.decode_moe_time(DS, "gb200-nvl72", 0, "fp8"), "tokens_per_chip"),
     (lambda: moe.decode_moe_time(DS, "gb200-nvl72", 64, "fp8", domains=0), "domains"),
+    (lambda: moe.decode_moe_time(DS, "gb200-nvl72", 64, "fp8", attention=-1e-6), "attention"),
     (lambda: moe.crossover_ratio(DS, 64, 64), "domain"),
     (lambda: moe.crossover_ratio(DS, 64, 24), "domain"),
 ])

@@ -621,7 +621,7 @@ def compute_bound_step(model, system, dtype="bf16", chips=None, redundant=0) -> 
 
 
 def decode_moe_time(model, system, tokens_per_chip, dtype="bf16", domains=1, chips=None, micro_batches=2,
-                    links="nominal", bytes_per_element=2) -> float:
+                    links="nominal", bytes_per_element=2, attention=0.0) -> float:
     """Seconds the MoE layers of one decode step take when ``chips`` chips of each of ``domains``
     copies of ``system`` hold the experts, each chip carrying ``tokens_per_chip`` tokens in each of
     ``micro_batches`` micro-batches, every expert choice sent on its own (decode kernels); attention
@@ -630,7 +630,9 @@ def decode_moe_time(model, system, tokens_per_chip, dtype="bf16", domains=1, chi
     One micro-batch takes each layer's all-to-all and expert work in series. With two or more in
     flight, one's all-to-all overlaps another's expert work, the links and the experts each serving
     the micro-batches in turn: a layer takes ``micro_batches`` times the longer of the two, each
-    micro-batch reading the expert weights again. The difference between ``domains=2`` and 1 is what
+    micro-batch reading the expert weights again. ``attention`` (seconds per layer and micro-batch on
+    each chip, 0 by default) runs beside the experts' work: in series with one micro-batch, and as
+    cover for another's all-to-all with several. The difference between ``domains=2`` and 1 is what
     a second domain adds to a decode step."""
     model = _moe_model(model)
     sys_ = _system(system)
@@ -638,9 +640,11 @@ def decode_moe_time(model, system, tokens_per_chip, dtype="bf16", domains=1, chi
     domains = positive_int("domains", domains)
     micro = positive_int("micro_batches", micro_batches)
     positive("tokens_per_chip", tokens_per_chip)
+    non_negative("attention", attention)
     t = layer_times(model, sys_, tokens_per_chip * chips * domains, dtype, domains=domains, chips=chips,
                     bytes_per_element=bytes_per_element, links=links)
-    per_layer = t.communication + t.work if micro == 1 else micro * max(t.communication, t.work)
+    work = t.work + attention
+    per_layer = t.communication + work if micro == 1 else micro * max(t.communication, work)
     return model.n_moe_layers * per_layer
 
 
@@ -867,6 +871,7 @@ class Deployment:
     redundant: int
     printed_experts_per_chip: int
     source: str
+    as_of: str = ""
 
     @property
     def experts_per_chip(self) -> int:
@@ -881,7 +886,7 @@ def deployments() -> list[Deployment]:
         if name.startswith("deployment-"):
             e = _quoted(name)
             out.append(Deployment(name.removeprefix("deployment-"), int(e["chips"]), int(e["nodes"]),
-                                  int(e["redundant"]), int(e["printed_experts_per_chip"]), e["source"]))
+                                  int(e["redundant"]), int(e["printed_experts_per_chip"]), e["source"], e["as_of"]))
     return out
 
 

@@ -75,6 +75,51 @@ class View:
     why_no_times: str = ""
 
 
+DECODE_TOKENS_PER_CHIP = 64
+"""The chapter's decode micro-batch: 64 tokens on each expert chip."""
+
+
+def decode_layer(system, domains=1, tokens_per_chip=DECODE_TOKENS_PER_CHIP, model="deepseek-v3", dtype="fp8",
+                 **kw) -> moe.LayerTimes:
+    """One MoE layer of a decode micro-batch of ``tokens_per_chip`` tokens on each of the most chips of
+    ``system`` that split ``model``'s experts evenly, in each of ``domains`` copies of it
+    (``moe.layer_times``'s other options in ``kw``): the chapter's and its deeper page's tables."""
+    chips = expert_chips(model, system, "even")
+    return moe.layer_times(model, system, domains * tokens_per_chip * chips, dtype, domains=domains, chips=chips, **kw)
+
+
+@dataclass(frozen=True)
+class SkewStudy:
+    """The busiest chip over the mean under skewed routing, by redundant copies and drift."""
+    tokens: int
+    skew: float
+    copies_tried: tuple
+    drifts: tuple
+    moved: float
+    """the drift the chapter quotes: the share of experts whose popularity moved"""
+    imbalance: dict
+    """(redundant copies, drift) -> busiest chip's load over the mean chip's"""
+
+    @property
+    def copies(self) -> int:
+        return max(self.copies_tried)
+
+
+@lru_cache(maxsize=8)
+def skew_study(model="deepseek-v3", chips=64, tokens=4096, skew=0.5, copies=(0, 16, 32), drifts=(0.0, 0.25, 1.0),
+               moved=0.25, trials=6, seed=3) -> SkewStudy:
+    """``moe.simulate_routing`` under a Zipf-like popularity (the i-th expert weighted by i to the power
+    ``-skew``): copies and placement chosen from one earlier step's loads, then measured on fresh steps
+    whose popularity has held or has since moved for a share ``drift`` of the experts. The chapter
+    quotes its result; its deeper page shows the table."""
+    if moved not in drifts:
+        raise ChalkError(f"moved must be one of the drifts {drifts}, got {moved!r}")
+    result = {(red, drift): moe.simulate_routing(model, chips, tokens, redundant=red, skew=skew, trials=trials,
+                                                  seed=seed, drift=drift).imbalance
+              for red in copies for drift in drifts}
+    return SkewStudy(tokens, skew, tuple(copies), tuple(drifts), moved, result)
+
+
 @lru_cache(maxsize=512)
 def view(model: str, system: str, dtype: str, batch: float, context: float, split: str) -> View:
     chips = expert_chips(model, system, split)

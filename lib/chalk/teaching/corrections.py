@@ -251,23 +251,36 @@ def _rack_taxes_experts() -> str:
     from .. import moe
     nvl72 = systems.get("gb200-nvl72")
     chips = int(moe.LECTURE["expert_chips"])
-    tokens_per_chip = 64   # one decode step, as in the chapter
+    tokens_per_chip = 64   # one decode micro-batch, as in the chapter
+    model = models.get("deepseek-v3")
 
     def slowdown(dedup):
         tokens = tokens_per_chip * chips
-        one = moe.layer_times("deepseek-v3", nvl72, tokens, "fp8", chips=chips, dedup=dedup).communication
-        two = moe.layer_times("deepseek-v3", nvl72, 2 * tokens, "fp8", domains=2, chips=chips, dedup=dedup)
+        one = moe.layer_times(model, nvl72, tokens, "fp8", chips=chips, dedup=dedup).communication
+        two = moe.layer_times(model, nvl72, 2 * tokens, "fp8", domains=2, chips=chips, dedup=dedup)
         return two.communication / one
 
-    boxes, h800 = max(d.nodes for d in moe.deployments()), systems.get("hgx-h800")
-    return (f"A second domain taxes an expert layer; it does not bound it. With {chips} GPUs of each of two "
+    step = [moe.decode_moe_time(model, nvl72, tokens_per_chip, "fp8", domains=d, chips=chips) for d in (1, 2)]
+    star = moe.crossover_ratio(model, 2 * chips, chips)
+    rhos = moe.boundary_ratios()
+    h800 = systems.get("hgx-h800")
+    above = min(r for name, r in rhos.items() if r > star)
+    below = " and ".join(systems.get(name).chip.name for name, r in rhos.items() if r <= star)
+    boxes = max(d.nodes for d in moe.deployments())
+    return (f"A second domain taxes an expert layer by about $\\rho$ times the share of its bytes that cross, "
+            f"and where $\\rho$ is large the tax acts as the bound. With {chips} GPUs of each of two "
             f"{nvl72.display.split(' (')[0]} racks holding DeepSeek-V3's experts and each rack keeping "
             f"{tokens_per_chip} tokens per GPU, the all-to-all takes {slowdown(False):.1f} times as long as inside "
-            f"one when every expert choice is sent on its own (DeepEP's low-latency kernels), {slowdown(True):.1f} "
-            "times when a token crosses once per rack and is fanned out there (its normal kernels): about "
-            "$\\rho$ times the share of the bytes that cross. Where $\\rho$ is small the tax is worth paying: "
-            f"DeepSeek's own deployments spread its experts over up to {boxes} {h800.count}-GPU H800 boxes, "
-            "with node-limited routing.")
+            f"one when every expert choice is sent on its own (DeepEP's low-latency kernels, used in decode), "
+            f"{slowdown(True):.1f} times when a token crosses once per rack and is fanned out there (its normal "
+            f"kernels, for prefill and training). In decode nothing hides it: with two micro-batches of "
+            f"{tokens_per_chip} tokens per GPU the {model.n_moe_layers} MoE layers take {1e3 * step[1]:.1f} ms per "
+            f"step on two racks against {1e3 * step[0]:.1f} ms on one, {1e3 * (step[1] - step[0]):.1f} ms more. The "
+            f"bound holds in effect wherever $\\rho$ exceeds $\\rho^\\star$ = {star:.1f}, the GPUs a token reaches "
+            f"per rack it crosses to, as it does on every system of the catalog ({above:.0f}× or more) but the "
+            f"{below}. Export rules cut the H800's NVLink to {h800.chip.scale_up_bandwidth_bidirectional / 1e9:.0f} "
+            f"GB/s both ways ($\\rho$ = {h800.scale_up_to_out:.0f}): that is why DeepSeek can spread its experts "
+            f"over up to {boxes} {h800.count}-GPU H800 boxes.")
 
 
 def _nvl_counts_dies() -> str:
@@ -367,20 +380,6 @@ def _one_layer_stages() -> str:
             f"scale-up systems, {len(failing)} need more than one layer per stage "
             f"({', '.join(f'`{n}`' for n in failing)}), {len(failing_mixed)} with FP8 dispatch. A faster "
             "scale-up fabric makes the test harder, not easier.")
-
-
-def _decode_bubble() -> str:
-    stages, hop = 4, 0.5
-    prefill = pipeline.simulate(stages, 2 * stages, "inference").steady_state_idle_fraction
-    half = pipeline.decode_idle_fraction(stages, stages // 2)
-    hopped = pipeline.decode_idle_fraction(stages, stages, hop)
-    return (f"True of a stream of independent requests such as prefills ({prefill:.0%} idle once every stage is "
-            f"busy), not of decode: a sequence's next token enters the first stage only after its last one has left "
-            f"the last stage and been sampled. With {stages // 2} micro-batches in flight on {stages} stages decode "
-            f"idles {half:.0%}; with {stages} it idles none while hops are free but {hopped:.0%} at hops of "
-            f"{hop:g} $t_F$. Keeping every stage busy takes "
-            f"$P(1 + t_\\text{{hop}}/t_F)$ micro-batches in flight, "
-            f"{pipeline.decode_microbatches_needed(stages, hop)} here.")
 
 
 def _batch_not_neutral() -> str:
@@ -611,7 +610,7 @@ REGISTRY: tuple[Correction, ...] = (
                "Hyperscalers spend about 50% of their capital expenditure on memory.", _memory_capex),
     Correction("scale-up-out", "02_moe_racks", "Scale-up against scale-out bandwidth",
                "Scale-out is about eight times slower than scale-up.", _scale_up_out),
-    Correction("rack-taxes-experts", "02_moe_racks", "A second rack taxes an expert layer; it does not bound it",
+    Correction("rack-taxes-experts", "02_moe_racks", "One rack bounds an expert layer only where $\\rho$ is large",
                "Across two racks about half the tokens cross the slow network, which becomes the bottleneck: "
                "one rack bounds the size of an expert layer.", _rack_taxes_experts),
     Correction("nvl-counts-dies", "02_moe_racks", "Rubin's \"500-something\" GPUs",
@@ -620,8 +619,6 @@ REGISTRY: tuple[Correction, ...] = (
     Correction("one-layer-stages", "03_pipelining", "One MoE layer per stage is not always enough",
                f"With $k \\approx 8$, $2kL_\\text{{stage}}/{pipeline.LECTURE_RHO:.0f} \\ge 1$ holds at one layer "
                "per stage, so racks could be pipelined a layer at a time.", _one_layer_stages),
-    Correction("decode-bubble", "03_pipelining", "Decode pipelines have a bubble",
-               "Inference has no bubble: batch 1 starts right behind batch 0, and so on.", _decode_bubble),
     Correction("pipeline-batch-neutral", "03_pipelining", "Neutral for each rack's batch, not for the users an instance needs",
                "In inference, pipelining is neutral for latency and for batch size; it only cuts memory per rack.",
                _batch_not_neutral),

@@ -30,6 +30,18 @@ def _two_racks(dedup=False) -> float:
     return two / one
 
 
+def _second_rack(part: str) -> float:
+    """DeepSeek-V3 on 64 GPUs of one NVL72 and of each of two, FP8, nominal rates: one layer's all-to-all
+    over two racks (``"a2a"``, seconds), the weight reads it could hide behind there (``"reads"``), or the
+    milliseconds a second rack adds to a decode step of two micro-batches (``"tax"``)."""
+    chips = _expert_chips()
+    if part == "tax":
+        one, two = (moe.decode_moe_time(_DS, _NVL72, _TOKENS_PER_CHIP, "fp8", domains=d, chips=chips) for d in (1, 2))
+        return 1e3 * (two - one)
+    t = moe.layer_times(_DS, _NVL72, 2 * _TOKENS_PER_CHIP * chips, "fp8", domains=2, chips=chips)
+    return t.communication if part == "a2a" else t.weights
+
+
 def _h800_rho_measured() -> float:
     """NVLink over InfiniBand as the DeepSeek-V3 report measured them on H800s."""
     v3 = layouts.get(_DS)
@@ -90,6 +102,12 @@ VALUES: dict[str, Callable[[], str]] = {
     "moe_two_racks": lambda: f"{_two_racks():.0f}",
     "moe_two_racks_dedup": lambda: f"{_two_racks(dedup=True):.1f}",
     "moe_h800_rho_measured": lambda: f"{_h800_rho_measured():.1f}",
+    "moe_h800_rho": lambda: f"{systems.get('hgx-h800').scale_up_to_out:.0f}",
+    "moe_crossover": lambda: f"{moe.crossover_ratio(_DS, 2 * _expert_chips(), _expert_chips()):.1f}",
+    "moe_crossover_box": lambda: f"{moe.crossover_ratio(_DS, 2 * systems.get('hgx-h800').count, systems.get('hgx-h800').count):.1f}",
+    "moe_decode_tax": lambda: f"{_second_rack('tax'):.0f}",
+    "moe_two_racks_us": lambda: f"{1e6 * _second_rack('a2a'):.0f}",
+    "moe_two_racks_reads_us": lambda: f"{1e6 * _second_rack('reads'):.0f}",
     "moe_compute_bound_chip": lambda: f"{moe.compute_bound_step(_DS, _NVL72, 'fp8', chips=_expert_chips()) / _expert_chips():.0f}",
     "moe_rho_low": lambda: f"{min(_rhos()):.0f}",
     "moe_rho_high": lambda: f"{max(_rhos()):.0f}",
