@@ -110,7 +110,8 @@ def test_every_anki_back_links_to_its_section_on_the_site(tmp_path):
     db, _ = collection(tmp_path / "chalk.apkg", tmp_path)
     backs = {guid: flds.split("\x1f")[1] for guid, flds in db.execute("select guid, flds from notes")}
     for card in CARDS:
-        href = f"https://example.org/chalk/notebooks/{card.chapter}.html#{card.section}"
+        page = card.chapter + ("-deeper" if card.page == "deeper" else "")  # a section of its Going deeper page
+        href = f"https://example.org/chalk/notebooks/{page}.html#{card.section}"
         assert f'Read: <a href="{href}">Chapter {int(card.chapter[:2])}, ' in backs[decks.note(card).guid], card.id
     tsv = (tmp_path / "chalk_cards.tsv").read_text()
     assert tsv.count('<p class="chalk-read">Read: <a href="https://example.org/chalk/notebooks/') == len(CARDS)
