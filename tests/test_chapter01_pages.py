@@ -1,0 +1,60 @@
+"""Chapter 1's two pages: the main line's length, the links between them, and the helpers both use."""
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from chalk.figures.batching import GRAPHS_AB, lstar_text
+from chalk.teaching.chapters import prose_words
+from chalk.teaching.flashcards import chapter_sections
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+MAIN, DEEPER = NOTEBOOKS / "01_batching.ipynb", NOTEBOOKS / "01_batching-deeper.ipynb"
+LINK = re.compile(r"\]\((01_batching(?:-deeper)?\.ipynb)?#([\w-]+)\)")
+
+
+def _markdown(path: Path) -> str:
+    return "\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "markdown")
+
+
+def test_main_line_is_within_the_reading_budget():
+    # Issue #24: at most 4,500 words of prose on the chapter page (8,014 before the second reading).
+    assert prose_words(MAIN) <= 4_500
+    assert prose_words(DEEPER) <= 4_500
+
+
+@pytest.mark.parametrize("page", [MAIN, DEEPER], ids=["chapter", "deeper"])
+def test_every_anchor_link_names_a_heading_of_its_page(page):
+    links = LINK.findall(_markdown(page))
+    assert links, "the pages link to each other's sections"
+    for target, anchor in links:
+        where = page if not target else NOTEBOOKS / target
+        assert anchor in chapter_sections(where), f"{target or page.name}#{anchor}"
+
+
+def test_the_chapter_links_to_every_section_of_its_deeper_page():
+    linked = {a for t, a in LINK.findall(_markdown(MAIN)) if t == DEEPER.name}
+    top = {a for a in chapter_sections(DEEPER)} - {"going-deeper-how-batch-size-sets-token-cost-and-speed"}
+    # Each second-level section of the deeper page is reached from the chapter, directly or by a sub-heading.
+    for anchor in ("how-firm-is-the-balance-context", "a-real-operator-deepseek-s-own-numbers",
+                   "a-serving-loop-that-does-not-know-the-closed-form"):
+        assert anchor in top and anchor in linked
+
+
+def test_lstar_text():
+    assert lstar_text(math.inf) == "none"
+    assert lstar_text(7_555.9) == "7,560"   # three significant digits
+    assert lstar_text(2_788.8) == "2,790"
+    assert lstar_text(15_111.8) == "15,100"
+
+
+def test_graphs_replica_is_the_lectures_dense_example():
+    # Llama 3 70B in BF16 on one 8-GPU H100 server at 1,024 tokens: issue #24 quotes its balance
+    # batch as about 930 (r s b_w / 2 = 295 at no context, raised by the KV reads).
+    from chalk import roofline
+    from chalk.figures import plotting
+    assert GRAPHS_AB == dict(chip="H100-SXM", model="llama-3-70b", dtype="bf16", chips=8, context=1024)
+    assert plotting.curves(**GRAPHS_AB, usd_per_chip_hour=2).balance_batch == pytest.approx(930, rel=0.01)
+    assert roofline.balance_batch("H100-SXM", "llama-3-70b") == pytest.approx(989.4 / 3.35, rel=1e-3)
