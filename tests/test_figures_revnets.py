@@ -111,3 +111,25 @@ def test_depth_and_policy_moves_redraw_only_the_point():
     assert len(point_only) > 8
     assert not any(redrawn[i] for i in point_only)
     assert all(redrawn[i] for i, step in enumerate(session) if set(step) == {"rounds"})
+
+
+def test_strict_avalanche_by_round_matches_the_independent_review():
+    # Issue #27's re-implementation, from its own samples: at round 4 17 of 256 cells beyond 5 sigma
+    # (worst 0.128), every cell within 5 sigma first at round 6, 30% of cells exactly 0 or 1 at round 2.
+    stats = revnets.strict_avalanche_by_round("middle-square")
+    assert 12 <= stats[3]["beyond"] <= 24 and abs(stats[3]["worst"] - 0.128) < 0.02
+    assert revnets.first_sac_round("middle-square") == 6
+    assert abs(stats[1]["binary"] - 0.30) < 0.02
+    # The mean passes earlier: round 4 is within 0.01 of 1/2 where cells still fail.
+    assert abs(stats[3]["mean"] - 0.5) < 0.01 and stats[3]["beyond"] > 0
+    assert revnets.first_sac_round("sbox") is None and revnets.first_sac_round("linear") is None
+
+
+def test_sweep_ranges_read_from_the_sweep():
+    row = revnets.gain_sweep()[("plain tanh, 24 layers", 4.0)]
+    low, high = revnets.sweep_range("plain tanh, 24 layers", 4.0).split("–")
+    assert float(low.replace(",", "")) == pytest.approx(row.min(), abs=0.5)
+    assert float(high.replace(",", "")) == pytest.approx(row.max(), abs=0.5)
+    assert revnets.amplification_text(0.0273) == "0.027" and revnets.amplification_text(5.59) == "5.6"
+    text = revnets.strict_avalanche_figure().chalk_description
+    assert "first crossed below at round 6" in text

@@ -99,8 +99,6 @@ full, the recovered inputs of a coupling, the gradient buffers). PEAK_BYTES: bot
 no policy makes reversible: the head's input (n_tok x d_model) and its logits. Weights, their
 gradients and the optimizer state come on top. ``activation_bytes`` takes another per-token count."""
 POLICIES = tuple(ACTIVATION_BYTES)
-LAYER_FULL_BYTES = ACTIVATION_BYTES["full"] / n_layers
-"""Every intermediate of one GPT layer: what "full" keeps per layer and what a recomputing policy rebuilds."""
 
 FORWARD_FLOPS = TRAINING_FLOPS / 3
 """One forward pass over D tokens, 2 N D: the forward is 2 of the 6 in 6ND, the backward the other 4."""

@@ -409,13 +409,13 @@ def mixing_figure(rounds: int = MAX_ROUNDS, depth: int = 12):
         ax_c.legend(frameon=False, loc="lower right")
         ax_n.plot(range(depth + 1), sensitivity, "o-", ms=3.5, color=COLORS["block"])
         ax_n.set(xlabel="layers", ylabel="|change in output| / |change in input|", ylim=(0, None),
-                 title="residual network: a small input change")
+                 title="residual network, gain 1: a small input change")
     # Every point, as a sighted reader reads them off the figure.
     cipher = "; ".join(f"{ROUND_FUNCTIONS[rf]}: {', '.join(f'{v:.2f}' for v in m)}" for rf, m in means.items())
     return describe(fig, f"Mean flip fraction after rounds 1 to {rounds}, a random permutation's being "
-                         f"{ideal:.2f}: {cipher}. The residual "
-                         f"network's response stays between {sensitivity.min():.2f} and {sensitivity.max():.2f} "
-                         f"times the input change over {depth} layers.")
+                         f"{ideal:.2f}: {cipher}. The residual network's response at gain 1 stays between "
+                         f"{sensitivity.min():.2f} and {sensitivity.max():.2f} times the input change over "
+                         f"{depth} layers.")
 
 
 def round_trip_figure(depth: int = 64, dtypes=("float16", "float32", "float64")):
