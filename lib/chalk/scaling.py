@@ -7,7 +7,8 @@ Three pieces, each a SymPy expression first and a NumPy function lambdified from
 * the equal-cost heuristic and its exact form: the minimum of ``a x^p + b x^-q`` has its terms in
   ratio ``q/p``;
 * the lifetime cost ``6 N D_pre + kappa N D_RL / eta_RL + 2 N D_inf / eta_inf`` minimised at a fixed
-  loss (Sardana et al. 2024), and the lecture's "thirds" solution.
+  loss (Sardana et al. 2024), and the lecture's "thirds" solution (or any other shares, such as
+  Dwarkesh's 50/50), with served tokens split into prefill, cache hits and decode (``served_mix``).
 
 ``N`` is always the active parameter count: for an MoE, applying a dense fit to it is an assumption
 (the lecture's own), not a result.
