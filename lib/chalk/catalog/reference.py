@@ -262,14 +262,16 @@ def domains_table() -> str:
 
 
 def deepep_table() -> str:
-    """DeepEP's published low-latency timings, one row per expert-parallel degree."""
-    name = "deepep-low-latency"
-    ep = memory_data.latency(name)
+    """DeepEP's published low-latency timings, one row per expert-parallel degree: the current table
+    (NVLink inside a node since 2025-06) and the first, pure-RDMA one."""
+    rows = []
+    for name in ("deepep-low-latency", "deepep-low-latency-rdma"):
+        ep = memory_data.latency(name)
+        rows += [[f"`{name}`", f"{degree}", _number(ep["dispatch_us"][i]), _number(ep["dispatch_GBps"][i]),
+                  _number(ep["combine_us"][i]), _number(ep["combine_GBps"][i]), _source(ep)]
+                 for i, degree in enumerate(ep["ep"])]
     return _table(["name", "expert-parallel GPUs", "dispatch µs", "dispatch GB/s", "combine µs", "combine GB/s",
-                   "source, as of"],
-                  [[f"`{name}`", f"{degree}", _number(ep["dispatch_us"][i]), _number(ep["dispatch_GBps"][i]),
-                    _number(ep["combine_us"][i]), _number(ep["combine_GBps"][i]), _source(ep)]
-                   for i, degree in enumerate(ep["ep"])])
+                   "source, as of"], rows)
 
 
 # --- Chapter 4: memory's cost, training recipes, latencies ---------------------------------------

@@ -519,6 +519,9 @@ def readout(model, system, dtype, batch, context, stages, hop, numbers: dict) ->
                  f"largest micro-batch that fits with these m: {number(most)} sequences ({number(ceiling)} with "
                  f"unlimited stages and instant hops)" if math.isfinite(most) else "any micro-batch fits at zero context")
     hops = f" + {stages} hops of {1e6 * numbers['hop']:,.0f} µs" if stages > 1 else ""
+    allreduce = mem.tp_allreduces(model, system, batch, dtype)
+    if allreduce:
+        hops += f" + {1e3 * allreduce:,.3g} ms of tensor-parallel all-reduces"
     m_ = numbers["microbatches"]
     busy = (f"m = {number(m_)} micro-batches' worth in flight (P would do with instant hops)"
             if m_ > stages * 1.0005 else f"m = {stages} micro-batch{'es' if stages > 1 else ''}")
@@ -581,7 +584,8 @@ TWIN_LINK = 10e-6
 22 µs with its base latency (``memory_data``)."""
 TEMPLATES = ["P = {stages}, m = {m} micro-batches' worth in flight: {0.weights} GB of weights + {0.kv} GB of "
              "cache = {0.total} GB per chip of {usable_gb} GB usable; with the lecture's hops m = {m_lecture} and "
-             "{0.total_lecture} GB. Token at least {1.measured} ms ({1.lecture} ms with the lecture's hops); "
+             "{0.total_lecture} GB. Token at least {1.measured} ms ({1.lecture} ms with the lecture's hops; a dense "
+             "model's tensor-parallel all-reduces included); "
              "weights alone {floor_ms} ms on S = {count}",
              "!P = {stages}, m = {m}: {0.total} GB per chip does not fit in {usable_gb} GB usable (short by "
              "{short_gb} GB; {0.total_lecture} GB with the lecture's hops)"]
