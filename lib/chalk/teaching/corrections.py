@@ -382,6 +382,20 @@ def _one_layer_stages() -> str:
             "scale-up fabric makes the test harder, not easier.")
 
 
+def _decode_bubble() -> str:
+    stages, hop = 4, 0.5
+    prefill = pipeline.simulate(stages, 2 * stages, "inference").steady_state_idle_fraction
+    half = pipeline.decode_idle_fraction(stages, stages // 2)
+    hopped = pipeline.decode_idle_fraction(stages, stages, hop)
+    return (f"True of a stream of independent requests such as prefills ({prefill:.0%} idle once every stage is "
+            f"busy), not of decode: a sequence's next token enters the first stage only after its last one has left "
+            f"the last stage and been sampled. With {stages // 2} micro-batches in flight on {stages} stages decode "
+            f"idles {half:.0%}; with {stages} it idles none while hops are free but {hopped:.0%} at hops of "
+            f"{hop:g} $t_F$. Keeping every stage busy takes "
+            f"$P(1 + t_\\text{{hop}}/t_F)$ micro-batches in flight, "
+            f"{pipeline.decode_microbatches_needed(stages, hop)} here.")
+
+
 def _batch_not_neutral() -> str:
     stages = 4
     alone = pipeline.simulate(stages, 1, "inference").idle_fraction
@@ -619,6 +633,8 @@ REGISTRY: tuple[Correction, ...] = (
     Correction("one-layer-stages", "03_pipelining", "One MoE layer per stage is not always enough",
                f"With $k \\approx 8$, $2kL_\\text{{stage}}/{pipeline.LECTURE_RHO:.0f} \\ge 1$ holds at one layer "
                "per stage, so racks could be pipelined a layer at a time.", _one_layer_stages),
+    Correction("decode-bubble", "03_pipelining", "Decode pipelines have a bubble",
+               "Inference has no bubble: batch 1 starts right behind batch 0, and so on.", _decode_bubble),
     Correction("pipeline-batch-neutral", "03_pipelining", "Neutral for each rack's batch, not for the users an instance needs",
                "In inference, pipelining is neutral for latency and for batch size; it only cuts memory per rack.",
                _batch_not_neutral),
