@@ -206,6 +206,16 @@ def test_strict_avalanche_of_the_identity_and_of_a_random_permutation():
     assert stats["beyond"] == 0 and stats["binary"] == 0 and stats["worst"] < 5 * stats["sigma"]
 
 
+@pytest.mark.parametrize("bits", [3, 4, 6])
+def test_output_bits_of_a_random_permutation_flip_slightly_against_each_other(bits):
+    # Every nonzero output difference equally likely: count, over all of them, how often bits 0 and 1 flip.
+    diffs = np.arange(1, 2 ** bits)
+    a, b = diffs & 1, diffs >> 1 & 1
+    corr = np.corrcoef(a, b)[0, 1]
+    assert corr < 0
+    assert float(rv.RANDOM_PERMUTATION_FLIP_CORRELATION.subs(n_bits, bits)) == pytest.approx(corr, rel=1e-12)
+
+
 def test_a_cells_mean_can_pass_while_cells_fail():
     # Half the cells always flip, half never: the mean is exactly 1/2, every cell fails.
     m = np.tile([0.0, 1.0], (4, 2))

@@ -180,6 +180,13 @@ permutation of n_bits-bit blocks: the new output is uniform over the 2^n - 1 oth
 of those, n 2^(n-1) / (2^n - 1) bits differ on average. It tends to 1/2 from above."""
 
 
+RANDOM_PERMUTATION_FLIP_CORRELATION = -1 / (2 ** n_bits - 2)
+"""Correlation between the flips of two output bits when one input bit flips, for a random permutation
+of n_bits-bit blocks: the output difference is uniform over the 2^n - 1 nonzero differences, so a
+bit flips with probability 2^(n-1) / (2^n - 1) and two together with 2^(n-2) / (2^n - 1). Not zero:
+even the ideal reference misses the bit independence criterion, by a term of order 2^-n."""
+
+
 def random_permutation_flip_pmf(bits: int) -> np.ndarray:
     """P(k output bits flip), k = 0..bits, for a random permutation: C(n, k) / (2^n - 1), k >= 1."""
     bits = positive_int("bits", bits)
