@@ -43,7 +43,8 @@ def random_permutation_flip(bits: int = WIDTH) -> float:
 
 
 def near_half(matrix: np.ndarray, tolerance: float = 0.1) -> float:
-    """Share of the matrix's cells within ``tolerance`` of 1/2 (the strict avalanche criterion)."""
+    """Share of the matrix's cells within ``tolerance`` of 1/2: a coarse reading of the strict avalanche
+    criterion for the explorer's small samples (``strict_avalanche_by_round`` is the test itself)."""
     return float(np.mean(np.abs(matrix - 0.5) <= tolerance))
 
 
