@@ -77,7 +77,8 @@ def test_contours_lie_on_the_loss():
     n, d = overtraining.contour("hoffmann", 2.0)
     ok = np.isfinite(n)
     assert ok.sum() > 50
-    assert np.allclose(scaling.loss(n[ok], d[ok], "hoffmann"), 2.0, atol=2e-3)
+    with scaling.extrapolating():  # the contour runs to the plane's 1e17 tokens, past the fit's data
+        assert np.allclose(scaling.loss(n[ok], d[ok], "hoffmann"), 2.0, atol=2e-3)
 
 
 def test_moving_the_inference_volume_redraws_only_the_marker():
