@@ -30,6 +30,7 @@ student: $(STAMP)
 	$(BIN)/python -m chalk.teaching.edition --out _build/student
 
 # make grade SUBMISSIONS=<folder> [OUT=<new folder>] [ROSTER=<csv>] [TIMEOUT=<seconds per notebook>]
+#   [MARKS=<an earlier, marked batch or its manual.csv>]: every submission in a bubblewrap sandbox (bwrap)
 # make grade MANUAL=<batch>/manual.csv [OUT=<new folder>]: merge hand-given points into that batch
 # Each run writes a new folder (default _build/grades/<date_time>); earlier grades are never overwritten.
 grade: $(STAMP)
@@ -38,7 +39,7 @@ ifneq ($(MANUAL),)
 else
 	@test -n "$(SUBMISSIONS)" || { echo "make grade: set SUBMISSIONS=<folder of collected notebooks> (or MANUAL=<batch>/manual.csv)" >&2; exit 2; }
 	$(BIN)/python -m chalk.teaching.grading "$(SUBMISSIONS)" $(if $(OUT),--out "$(OUT)") \
-	  $(if $(ROSTER),--roster "$(ROSTER)") $(if $(TIMEOUT),--timeout $(TIMEOUT))
+	  $(if $(ROSTER),--roster "$(ROSTER)") $(if $(TIMEOUT),--timeout $(TIMEOUT)) $(if $(MARKS),--marks "$(MARKS)")
 endif
 
 deck: $(STAMP)

@@ -89,20 +89,22 @@ def test_the_latest_resubmission_wins_and_other_files_are_listed(tmp_path):
 def test_weighted_points_and_totals(batch):
     grades = {r["file"]: r for r in read(batch.folder / "grades.csv")}
     jones = grades["jones_17_900_07_demo.ipynb"]
-    assert (jones["a"], jones["b"], jones["c"], jones["score"], jones["maximum"]) == ("1", "2", "0", "3", "4")
+    # out of the key's 6 (a 1, b 2, b's written part 2, c 1), the written part not yet marked
+    assert (jones["a"], jones["b"], jones["c"], jones["score"], jones["maximum"]) == ("1", "2", "0", "3", "6")
     assert jones["written_to_mark"] == "1"  # the written answer; the note is worth nothing
     kim = grades["kim.ipynb"]
-    assert (kim["score"], kim["maximum"]) == ("2", "4")
+    assert (kim["score"], kim["maximum"]) == ("2", "6")
 
 
 def test_exports_have_the_lms_columns(batch):
     canvas = list(csv.reader((batch.folder / "canvas.csv").open()))
     assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Chalk problem set 07_demo"]
-    assert canvas[1] == ["Points Possible", "", "", "", "", "4"]
+    assert canvas[1] == ["Points Possible", "", "", "", "", "6"]
     assert canvas[2] == ["jones", "17", "", "", "", "3"] and canvas[3] == ["kim", "", "", "", "", "2"]
     scope = read(batch.folder / "gradescope.csv")
     assert list(scope[0])[:6] == ["Name", "SID", "Email", "Total Score", "Max Points", "Status"]
-    assert list(scope[0])[6:] == ["1: a (1 pts)", "2: b (2 pts)", "3: c (1 pts)"]
+    assert list(scope[0])[6:] == ["1: a (1 pts)", "2: b (2 pts)", "3: c (1 pts)", "4: b written (2 pts)"]
+    assert (scope[0]["Max Points"], scope[0]["4: b written (2 pts)"]) == ("6", "")  # not marked yet
     assert (scope[0]["Name"], scope[0]["Total Score"], scope[0]["Status"]) == ("jones", "3", "Ungraded")
     results = json.loads((batch.folder / "gradescope" / "kim.ipynb" / "results.json").read_text())
     assert results["score"] == 2 and [t["max_score"] for t in results["tests"]] == [1, 2, 1]
@@ -125,7 +127,7 @@ def test_the_batch_says_what_kind_each_part_is_and_keeps_it_through_a_merge(batc
     assert results["tests"][-1]["tags"] == ["written"] and results["tests"][0]["tags"] == ["choice"]
 
 
-def test_the_grader_scores_choices_and_exact_numbers_from_what_each_check_was_given():
+def test_the_grader_scores_choices_and_exact_numbers_from_the_value_each_variable_holds():
     key = grading.Key({
         "hide": Choice("hide", {"a": "It hides", "b": "It does not"}, "b", {"a": "compute-bound only."}, "compare"),
         "which": Choices("which", {"a": "one", "b": "two", "c": "three"}, {"a", "c"},
@@ -136,7 +138,8 @@ def test_the_grader_scores_choices_and_exact_numbers_from_what_each_check_was_gi
                       answers={i: answer_record(v) for i, v in given.items()})
     results, notes = grading.judged(key, run)
     assert {i: r.status for i, r in results.items()} == {"hide": RIGHT, "which": RIGHT, "fits": RIGHT} and not notes
-    wrong = grading.Run(checks=[("hide", answer_record("a")), ("which", answer_record("a")), ("fits", 358.0)], answers=None)
+    wrong = grading.Run(checks=[(i, answer_record(v)) for i, v in given.items()],  # the log says right: not believed
+                        answers={"hide": answer_record("a"), "which": answer_record("a"), "fits": 358.0})
     results, _ = grading.judged(key, wrong)
     assert all(r.status == WRONG for r in results.values())
     assert "compute-bound only." in results["hide"].message and "Left out (c): c applies." in results["which"].message
@@ -273,3 +276,96 @@ def test_feedback_prints_dollars_as_dollars_not_maths():
     line = next(ln for ln in text.splitlines() if "`a`" in ln)
     assert r"(\$ per million tokens)" in line and r"at \$2 per hour" in line
     assert "$" not in line.replace("\\$", "")
+
+
+# --- exports an instructor can trust (issue 28, section 3) -----------------------------------
+def test_points_possible_comes_from_the_key_even_when_the_first_row_lacks_a_part(tmp_path):
+    # lee deleted the written-answer cell and is listed first; kim's is marked 2 of 2
+    rows = [row("lee.ipynb", (RIGHT, RIGHT, RIGHT), {"student": "lee", "id": "5"}),
+            row("kim.ipynb", (RIGHT, RIGHT, RIGHT), {"student": "kim", "id": "6"}, [WRITTEN])]
+    b = Batch(rows, TITLES, exercises=PARTS)
+    b.folder = gradebook.write(b, gradebook.new_folder(tmp_path / "week3", tmp_path))
+    merged = gradebook.merge(fill(b, ["2"]))
+    canvas = list(csv.reader((merged.folder / "canvas.csv").open()))
+    assert canvas[1][5] == "6" and canvas[2][:2] == ["lee", "5"] and canvas[2][5] == "4"
+    grades = {r["file"]: r for r in read(merged.folder / "grades.csv")}
+    assert (grades["lee.ipynb"]["score"], grades["lee.ipynb"]["maximum"]) == ("4", "6")
+    assert (grades["kim.ipynb"]["score"], grades["kim.ipynb"]["maximum"]) == ("6", "6")
+    scope = {r["Name"]: r for r in read(merged.folder / "gradescope.csv")}
+    assert scope["lee"]["Max Points"] == "6" and scope["kim"]["4: b written (2 pts)"] == "2"
+    assert scope["lee"]["4: b written (2 pts)"] == ""
+
+
+def test_a_notebook_that_cannot_be_graded_exports_as_zero(tmp_path):
+    rows = [row("kim.ipynb", (RIGHT, RIGHT, RIGHT), {"student": "kim", "id": "6"}),
+            Row("jo_7_1_07_demo.ipynb", "invalid: not valid JSON (Expecting value)", "07_demo", {"student": "jo", "id": "7"}),
+            Row("ann_8_1_essay.ipynb", "invalid: problem set unknown (no chalk metadata)", "", {"student": "ann", "id": "8"})]
+    b = Batch(rows, TITLES, exercises=PARTS)
+    b.folder = gradebook.write(b, gradebook.new_folder(tmp_path / "w", tmp_path))
+    canvas = {r[1]: r for r in csv.reader((b.folder / "canvas.csv").open())}
+    assert canvas["7"][5] == "0" and canvas["8"][5] == "0" and canvas["6"][5] == "4"
+    scope = {r["SID"]: r for r in read(b.folder / "gradescope.csv")}
+    assert (scope["7"]["Total Score"], scope["7"]["Max Points"], scope["7"]["Status"]) == ("0", "6", "Graded")
+    grades = {r["file"]: r for r in read(b.folder / "grades.csv")}
+    assert grades["jo_7_1_07_demo.ipynb"]["status"].startswith("invalid: not valid JSON")
+    assert "counts as 0 points" in (b.folder / "feedback" / "jo_7_1_07_demo.ipynb.md").read_text()
+
+
+def test_a_student_on_the_roster_who_handed_nothing_in_exports_as_zero_with_a_note(tmp_path):
+    rows = [row("kim.ipynb", (RIGHT, RIGHT, RIGHT), {"student": "kim", "id": "6"})]
+    roster = [{"id": "6", "student": "kim"}, {"id": "9", "student": "max"}, {"file": "ann.ipynb", "student": ""}]
+    absent = grading.missing(roster, rows, ["07_demo"])
+    assert [(r.student["id"], r.problem_set, r.file) for r in absent] == [("9", "07_demo", "")]
+    assert absent[0].status.startswith("missing: no notebook of problem set 07_demo")
+    b = Batch(rows + absent, TITLES, exercises=PARTS)
+    b.folder = gradebook.write(b, gradebook.new_folder(tmp_path / "w", tmp_path))
+    canvas = {r[1]: r for r in csv.reader((b.folder / "canvas.csv").open())}
+    assert canvas["9"][0] == "max" and canvas["9"][5] == "0"
+    scope = {r["SID"]: r for r in read(b.folder / "gradescope.csv")}
+    assert (scope["9"]["Total Score"], scope["9"]["Status"]) == ("0", "Missing")
+    grades = read(b.folder / "grades.csv")
+    assert [g["status"][:8] for g in grades if g["student_id"] == "9"] == ["missing:"]
+
+
+def test_a_marks_sheet_with_rows_removed_is_refused(batch, capsys):
+    rows = [r for r in read(fill(batch, ["1", "2"])) if r["file"] != "kim.ipynb"]
+    sheet = write_sheet(batch.folder / "manual.csv", rows)
+    with pytest.raises(ChalkError, match=r"1 written part\(s\) of the batch have no line in this sheet \(kim.ipynb, b, written\)"):
+        gradebook.merge(sheet)
+    assert grading.main(["--merge", str(sheet)]) == 2
+    assert "kim.ipynb, b, written" in capsys.readouterr().err
+
+
+FORMULAS = ("=HYPERLINK(\"http://x\",\"see\")", "+1+1", "-2+3", "@SUM(A1)", "\t=1", "=cmd|' /C calc'!A0")
+
+
+def test_no_csv_cell_reads_as_a_formula_and_merging_reads_them_back(tmp_path):
+    written = [{**WRITTEN, "text": FORMULAS[0]}]
+    rows = [row("=evil.ipynb", (RIGHT, WRONG, RIGHT), {"student": "@SUM(A1)", "id": "17", "email": "-2+3"}, written),
+            row("kim.ipynb", (RIGHT, RIGHT, RIGHT), {"student": "+1+1"}, [{**WRITTEN, "text": FORMULAS[5]}])]
+    rows[0].notes.append(FORMULAS[4])
+    b = Batch(rows, TITLES, exercises=PARTS)
+    b.folder = gradebook.write(b, gradebook.new_folder(tmp_path / "w", tmp_path))
+    cells = [c for path in b.folder.glob("*.csv") for line in csv.reader(path.open(newline="")) for c in line]
+    assert any(c == "'" + FORMULAS[0] for c in cells) and any(c == "'@SUM(A1)" for c in cells)
+    for c in cells:
+        if c.startswith(("=", "+", "-", "@", "\t", "\r")):
+            float(c)  # only a plain number may open like a formula
+    merged = gradebook.merge(fill(b, ["2", "1"]))
+    by_file = {r.file: r for r in merged.rows}
+    assert by_file["=evil.ipynb"].written[0]["points"] == 2 and by_file["kim.ipynb"].written[0]["points"] == 1
+    assert gradebook.earlier_marks(b.folder / "manual.csv")["=evil.ipynb", "b", "written"]["text"] == FORMULAS[0]
+
+
+def test_a_regrade_carries_the_hand_marks_over_to_unchanged_answers(batch):
+    merged = gradebook.merge(fill(batch, ["1.5", "2"], "clear"))
+    for source in (merged.folder, batch.folder / "manual.csv"):
+        again = [row("jones_17_900_07_demo.ipynb", (RIGHT, RIGHT, WRONG), {"student": "jones", "id": "17"}, [WRITTEN, NOTE]),
+                 row("kim.ipynb", (RIGHT, UNANSWERED, RIGHT), {"student": "kim"},
+                     [{**WRITTEN, "text": "Because the cache grows, and I changed this."}])]
+        assert gradebook.carry_marks(again, gradebook.earlier_marks(source)) == 1
+        assert (again[0].written[0]["points"], again[0].written[0]["comment"]) == (1.5, "clear")
+        assert "points" not in again[1].written[0]
+        assert any("changed since it was marked" in n for n in again[1].notes)
+    with pytest.raises(ChalkError, match="MARKS: .* is neither a batch of grades"):
+        gradebook.earlier_marks(batch.folder / "grades.csv")

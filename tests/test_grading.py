@@ -13,7 +13,11 @@ import csv
 import hashlib
 import json
 import math
+import pathlib
+import secrets
 import shutil
+import socket
+import time
 
 import nbformat
 import pytest
@@ -37,6 +41,9 @@ IDS = list(EXERCISES)
 N = len(IDS)
 POINTS = {i: ex.points for i, ex in EXERCISES.items()}
 TOTAL = sum(POINTS.values())
+POSSIBLE = TOTAL + 1
+"""What a submission is out of: the checked points and Chapter 1's one written answer, worth the
+default 1 point, whether or not it is marked yet or still in the notebook."""
 KEY_FILE = ROOT / "lib" / "chalk" / "teaching" / "problems" / f"ch{CHAPTER}.py"
 TITLES = titles(nbformat.read(SOURCE, as_version=4))
 
@@ -82,6 +89,8 @@ HALF = IDS[::2]
 REASSIGNED = IDS[1]
 """bob sets this right answer to -1 in a scratch cell after its check, then deletes another."""
 DELETED = IDS[3]
+BOB_WRONG = [*HALF, REASSIGNED, DELETED]
+"""What bob loses: a run from the top ends with HALF and REASSIGNED wrong and DELETED gone."""
 KEPT_BEFORE_DEATH = 3
 """ivan's kernel dies after the check cell of his third exercise."""
 CRASH = "import a_module_that_does_not_exist\n"
@@ -101,16 +110,28 @@ leak = problem_set("{CHAPTER}")["{LEAKED}"].expected()
 answer records, then the expected value read from the key (which raises in the student package)."""
 TAMPER_IMPORT = (f"import chalk.teaching.problems.ch{CHAPTER} as key\n"
                  f"{LEAKED} = next(e for e in key.EXERCISES if e.id == {LEAKED!r}).expected()")
-GUESSES = math.ceil(math.log(1e6) / math.log1p(EXERCISES[SEARCHED].rel_tol)) + 1
-"""Steps of one tolerance over six decades around the answer: the search cannot step over it."""
+GUESSES = math.ceil(math.log(100) / math.log1p(EXERCISES[SEARCHED].rel_tol)) + 1
+"""Steps of one tolerance over two decades around the answer: the search cannot step over it."""
 SEARCH = f"""\
 import numpy as np
-for guess in np.geomspace({expected_of(SEARCHED) / 1e3!r}, {expected_of(SEARCHED) * 1e3!r}, {GUESSES}):
+for guess in np.geomspace({expected_of(SEARCHED) / 10!r}, {expected_of(SEARCHED) * 10!r}, {GUESSES}):
     if check("{SEARCHED}", float(guess)).status == "right":
         {SEARCHED} = float(guess)
         break
 """
 """fay's cheat: try values against the check until one is accepted (the oracle every self-check is)."""
+SILENT_SEARCH = f"""\
+import os
+os.environ.clear()  # no log of the checks any more
+import numpy as np
+from chalk.teaching.exercises import checker
+check = checker("{CHAPTER}")
+for guess in np.geomspace({expected_of(SEARCHED) / 1.5!r}, {expected_of(SEARCHED) * 1.5!r}, {GUESSES // 5}):
+    if check("{SEARCHED}", float(guess)).status == "right":
+        {SEARCHED} = float(guess)
+        break
+"""
+"""The same search with the check's log switched off first: the grader reads the loop from the code."""
 FORGE = """\
 import re
 def forge(info):
@@ -122,17 +143,106 @@ get_ipython().events.register("pre_run_cell", forge)
 """A hook that reads the extraction cell's marker and prints a forged record with it."""
 NOTE = "I think the answer is not 8 because s counts parameters, not experts."
 WRITE_KEY = """\
-import json, os, sys
+import os, sys
 from pathlib import Path
 rel = Path("lib/chalk/teaching/problems/ch{chapter}.py")
-starts = {{"cwd": os.getcwd(), "PWD": os.environ.get("PWD", ""), "executable": sys.executable}}
-found = {{k: [str(d / rel) for d in (Path(v), *Path(v).parents) if (d / rel).is_file()] for k, v in starts.items() if v}}
-for path in sum(found.values(), []):
+starts = [os.getcwd(), os.environ.get("PWD", ""), sys.executable]
+found = [d / rel for v in starts if v for d in (Path(v), *Path(v).parents) if (d / rel).is_file()]
+for path in found:
     open(path, "a").write("# a submission was here\\n")
-Path({report!r}).write_text(json.dumps(found))
+if found:
+    {answer} = {right!r}
 """
 """A submission that walks up from the working folder, $PWD and the kernel's Python to the
-repository's plain key and appends to it what it finds, then reports what it found."""
+repository's plain key and appends to it what it finds; a right answer says it found it."""
+PROBES = """\
+import os, socket, sys
+from pathlib import Path
+
+def processes():
+    return [p for p in Path("/proc").iterdir() if p.name.isdigit()]
+
+def anyway(probe):  # a way that is shut may raise: that is the sandbox at work
+    try:
+        return probe()
+    except OSError:
+        return False
+
+def found_key():  # the grader's working folder, and every process's, walked up to the plain key
+    for p in processes():
+        try:
+            cwd = Path(os.readlink(p / "cwd"))
+        except OSError:
+            continue
+        if any((d / "lib/chalk/teaching/problems").is_dir() for d in (cwd, *cwd.parents)):
+            return True
+    return Path({root!r}, "lib/chalk/teaching/problems").is_dir()
+
+def found_classmates():  # the submissions folder, from any process's command line, or by name
+    for p in processes():
+        try:
+            args = (p / "cmdline").read_bytes().split(b"\\0")
+        except OSError:
+            continue
+        for a in args:
+            d = Path(a.decode(errors="replace"))
+            if d.is_absolute() and d.is_dir() and not any(s in str(d) for s in ("site-packages", "python", "/usr")) \\
+                    and any(d.rglob("walk.ipynb")):
+                return True
+    return Path({submissions!r}).is_dir()
+
+def reached_network():  # a server the test opened on this machine's loopback
+    try:
+        socket.create_connection(("127.0.0.1", {port}), timeout=2).close()
+        return True
+    except OSError:
+        return False
+
+def beyond_limits():  # 5 GiB of address space, a 100 MiB file, 300 processes
+    import mmap, subprocess
+    got = []
+    try:
+        mmap.mmap(-1, 5 * 2 ** 30)
+        got.append("memory")
+    except (OSError, MemoryError, ValueError):
+        pass
+    try:
+        with open("big", "wb") as f:
+            f.write(bytes(100 * 2 ** 20))
+        got.append("file")
+    except OSError:
+        pass
+    children = []
+    try:
+        for _ in range(300):
+            children.append(subprocess.Popen(["sleep", "5"]))
+        got.append("processes")
+    except OSError:
+        pass
+    return got
+
+if anyway(found_key):
+    {a} = {ra!r}
+if anyway(found_classmates):
+    {b} = {rb!r}
+if anyway(reached_network):
+    {c} = {rc!r}
+if anyway(beyond_limits):
+    {d} = {rd!r}
+"""
+"""Each way out of the sandbox, guarded by an answer: a right answer means the way was open."""
+DAEMON = """\
+import subprocess, sys
+code = "import time; time.sleep(3); open({canvas!r}, 'w').write('rewritten')"
+subprocess.Popen([sys.executable, "-c", code, "{marker}"], start_new_session=True,
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+"""
+"""A process that outlives its kernel and rewrites the batch's canvas.csv once it is written."""
+FORGED_LOG = f"""\
+import json, os
+open(os.environ["CHALK_" + "CHECK_LOG"], "a").write(json.dumps({{"id": "{IDS[1]}", "answer": {expected_of(IDS[1])!r}}}) + "\\n")
+"""
+"""A line written into the check log as if the check had been given the right answer."""
 
 
 def jupyterlab_save(nb, folder):
@@ -161,7 +271,7 @@ def build_main_batch(folder):
         answer(nb, ex_id, -1.0)
     nb.cells.append(nbformat.v4.new_code_cell(f"{REASSIGNED} = -1.0\ndel {DELETED}"))
     nbformat.write(nb, folder / "bob" / f"jonesbob_1002_5001_{CHAPTER}.ipynb")
-    expected[f"bob/jonesbob_1002_5001_{CHAPTER}.ipynb"] = ("ok", TOTAL - points_of(HALF))
+    expected[f"bob/jonesbob_1002_5001_{CHAPTER}.ipynb"] = ("ok", TOTAL - points_of(BOB_WRONG))
 
     nbformat.write(student_problem_set(SOURCE), folder / "carol" / f"{CHAPTER}.ipynb")
     expected[f"carol/{CHAPTER}.ipynb"] = ("ok", 0)
@@ -245,11 +355,51 @@ def short_batch(tmp_path_factory, main_batch):
     nbformat.write(tiny_notebook(f"{IDS[0]} = {right!r}", "while True: pass", f"{IDS[1]} = 1.0"),
                    folder / "loop.ipynb")
     nbformat.write(tiny_notebook(FORGE, "x = 1"), folder / "forge.ipynb")
-    report = tmp_path_factory.mktemp("report") / "found.json"
-    nbformat.write(tiny_notebook(WRITE_KEY.format(chapter=CHAPTER, report=str(report))), folder / "walk.ipynb")
     out = tmp_path_factory.mktemp("short-grades") / "batch"
     assert grading.main([str(folder), "--out", str(out), "--timeout", "10"]) == 0
-    return {**read_csv(out / "grades.csv"), "report": json.loads(report.read_text())}
+    return read_csv(out / "grades.csv")
+
+
+def right_line(ex_id):
+    return {"answer": ex_id, "right": right_answer(EXERCISES[ex_id])}
+
+
+@pytest.fixture(scope="module")
+def cheats(tmp_path_factory, short_batch):
+    """The issue's cheats as submissions, in one batch of their own: each way out of the sandbox
+    is guarded by an answer the notebook sets right only if the way was open."""
+    folder = tmp_path_factory.mktemp("cheats")
+    out = tmp_path_factory.mktemp("cheat-grades") / "batch"
+    marker = f"chalk-daemon-{secrets.token_hex(8)}"
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    a, b, c, d = IDS[:4]
+    probes = PROBES.format(root=str(ROOT), submissions=str(folder), port=server.getsockname()[1], a=a, b=b, c=c, d=d,
+                           ra=right_answer(EXERCISES[a]), rb=right_answer(EXERCISES[b]),
+                           rc=right_answer(EXERCISES[c]), rd=right_answer(EXERCISES[d]))
+    nbformat.write(tiny_notebook(probes), folder / "probes.ipynb")
+    nbformat.write(tiny_notebook(WRITE_KEY.format(chapter=CHAPTER, **right_line(IDS[1]))), folder / "walk.ipynb")
+    nbformat.write(tiny_notebook(DAEMON.format(canvas=str(out / "canvas.csv"), marker=marker)), folder / "daemon.ipynb")
+    nbformat.write(tiny_notebook(FORGED_LOG), folder / "log.ipynb")
+    nbformat.write(tiny_notebook(SILENT_SEARCH), folder / "silent.ipynb")
+    key_before = hashlib.sha256(KEY_FILE.read_bytes()).hexdigest()
+    try:
+        assert grading.main([str(folder), "--out", str(out), "--timeout", "120"]) == 0
+    finally:
+        server.close()
+    alive = [p for p in pathlib.Path("/proc").iterdir() if p.name.isdigit() and marker.encode() in _cmdline(p)]
+    canvas_written = (out / "canvas.csv").read_bytes()
+    time.sleep(4)  # the daemon's delay: were it alive, it would rewrite canvas.csv now
+    return {**read_csv(out / "grades.csv"), "alive": alive, "canvas": canvas_written == (out / "canvas.csv").read_bytes(),
+            "key": key_before == hashlib.sha256(KEY_FILE.read_bytes()).hexdigest()}
+
+
+def _cmdline(process):
+    try:
+        return (process / "cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def feedback_of(main_batch, name):
@@ -282,18 +432,18 @@ def test_canvas_names_give_the_student(main_batch):
 
 def test_csv_has_one_column_per_exercise_with_its_points(main_batch):
     bob = main_batch["csv"][f"bob/jonesbob_1002_5001_{CHAPTER}.ipynb"]
-    assert float(bob["maximum"]) == TOTAL and bob["problem_set"] == CHAPTER
+    assert float(bob["maximum"]) == POSSIBLE and bob["problem_set"] == CHAPTER
     for ex_id in EXERCISES:
-        assert float(bob[ex_id]) == (0 if ex_id in HALF else POINTS[ex_id]), ex_id
+        assert float(bob[ex_id]) == (0 if ex_id in BOB_WRONG else POINTS[ex_id]), ex_id
     assert main_batch["csv"][f"gina/{CHAPTER}.ipynb"][IDS[0]] == ""
 
 
-def test_the_checked_value_is_graded_and_a_later_change_noted(main_batch):
+def test_the_value_after_a_run_from_the_top_is_graded_and_a_differing_check_noted(main_batch):
     row = main_batch["rows"][f"bob/jonesbob_1002_5001_{CHAPTER}.ipynb"]
-    assert row.results[REASSIGNED].status == RIGHT and row.results[DELETED].status == RIGHT
+    assert row.results[REASSIGNED].status == WRONG and row.results[DELETED].status == UNANSWERED
     notes = "; ".join(row.notes)
-    assert f"{REASSIGNED} was checked as" in notes and "later changed to -1" in notes
-    assert f"{DELETED} was checked as" in notes and "later changed to nothing" in notes
+    assert f"{REASSIGNED} was last checked as" in notes and "holds -1 after the run from the top" in notes
+    assert f"{DELETED} was last checked as" in notes and "holds nothing after the run from the top" in notes
 
 
 def test_answers_checked_before_the_kernel_died_keep_their_result(main_batch):
@@ -306,7 +456,7 @@ def test_answers_checked_before_the_kernel_died_keep_their_result(main_batch):
 
 def test_feedback_shows_value_unit_tolerance_and_hint_never_the_key(main_batch):
     text = feedback_of(main_batch, f"dan/{CHAPTER}.ipynb")
-    assert f"0 of {TOTAL:g} points" in text
+    assert f"0 of {POSSIBLE:g} points" in text
     for ex_id, ex in EXERCISES.items():
         line = next(ln for ln in text.splitlines() if f"`{ex_id}` ({markdown_literal(TITLES[ex_id])})" in ln)
         assert line.startswith("| wrong |") and markdown_literal(slip(ex)[1]).replace("|", "/") in line, line
@@ -335,7 +485,12 @@ def test_key_material_readers_are_flagged_and_get_nothing(main_batch):
     assert eve.results[IDS[2]].status == WRONG  # the string "right", judged as an answer
     assert all(r.status == UNANSWERED for i, r in eve.results.items() if i != IDS[2])
     row = main_batch["csv"][f"eve/{CHAPTER}.ipynb"]
-    assert "answer keys" in row["flags"] and "Flagged for the instructor" in feedback_of(main_batch, f"eve/{CHAPTER}.ipynb")
+    assert "answer keys" in row["flags"]
+    student_sees = feedback_of(main_batch, f"eve/{CHAPTER}.ipynb")  # verdicts and hints, not what was matched
+    assert "answer keys" not in student_sees and "chalk.teaching.problems" not in student_sees
+    assert "Flagged" not in student_sees
+    scope = json.loads((main_batch["out"] / "gradescope" / f"eve/{CHAPTER}.ipynb" / "results.json").read_text())
+    assert "answer keys" not in json.dumps(scope) and "chalk.teaching.problems" not in json.dumps(scope)
     assert not main_batch["rows"][f"hugo/{CHAPTER}.ipynb"].flags
 
 
@@ -368,15 +523,16 @@ def test_exports_for_canvas_and_gradescope(main_batch):
     out = main_batch["out"]
     rows = list(csv.reader((out / "canvas.csv").open()))
     assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", assignment_name(CHAPTER)]
-    assert rows[1][0] == "Points Possible" and float(rows[1][5]) == TOTAL
+    assert rows[1][0] == "Points Possible" and float(rows[1][5]) == POSSIBLE
+    assert [r[5] for r in rows if r[0] == f"gina/{CHAPTER}.ipynb"] == ["0"]  # invalid: 0, not a blank
     by_id = {r[1]: r for r in rows[2:] if r[1]}
     assert float(by_id["1001"][5]) == TOTAL and by_id["1001"][0] == "smithalice"
-    assert float(by_id["1002"][5]) == TOTAL - points_of(HALF)
+    assert float(by_id["1002"][5]) == TOTAL - points_of(BOB_WRONG)
     scope = read_csv_by(out / "gradescope.csv", "Name")
-    assert float(scope["jonesbob"]["Total Score"]) == TOTAL - points_of(HALF)
-    assert float(scope["jonesbob"]["Max Points"]) == TOTAL
+    assert float(scope["jonesbob"]["Total Score"]) == TOTAL - points_of(BOB_WRONG)
+    assert float(scope["jonesbob"]["Max Points"]) == POSSIBLE
     results = json.loads((out / "gradescope" / f"bob/jonesbob_1002_5001_{CHAPTER}.ipynb" / "results.json").read_text())
-    assert results["score"] == TOTAL - points_of(HALF) and len(results["tests"]) == N
+    assert results["score"] == TOTAL - points_of(BOB_WRONG) and len(results["tests"]) == N
     assert sum(t["score"] for t in results["tests"]) == results["score"]
     assert {t["status"] for t in results["tests"]} == {"passed", "failed"}
 
@@ -402,24 +558,63 @@ def test_time_limit_keeps_answers_given_before_it(short_batch):
     assert float(loop["score"]) == POINTS[IDS[0]] and float(loop[IDS[0]]) == POINTS[IDS[0]]
 
 
-def test_the_kernel_finds_no_way_from_its_folder_or_python_to_the_key(short_batch):
-    assert short_batch["report"] == {"cwd": [], "executable": []}  # and no PWD at all
-    flags = short_batch["walk.ipynb"]["flags"]
-    assert "opens the instructor's answer keys" in flags and "looks for the repository's files" in flags
+def test_the_kernel_finds_no_way_from_its_folder_or_python_to_the_key(cheats):
+    walk = cheats["walk.ipynb"]
+    assert float(walk["score"]) == 0 and cheats["key"]
+    assert "opens the instructor's answer keys" in walk["flags"] and "looks for the repository's files" in walk["flags"]
 
 
-def test_a_batch_in_which_the_key_changes_fails_loudly(tmp_path, monkeypatch):
+@pytest.mark.parametrize("ex_index, way", [(0, "the repository, through /proc/<pid>/cwd or its path"),
+                                           (1, "the other submissions, through /proc/<pid>/cmdline or their path"),
+                                           (2, "the network"), (3, "more memory, file size or processes than the limits")])
+def test_the_sandbox_shuts_each_way_out(cheats, ex_index, way):
+    assert float(cheats["probes.ipynb"][IDS[ex_index]]) == 0, f"the sandbox let a notebook reach {way}"
+    assert cheats["probes.ipynb"]["status"] == "ok"
+
+
+def test_nothing_a_notebook_started_outlives_the_batch(cheats):
+    assert cheats["alive"] == [] and cheats["canvas"]
+    assert cheats["daemon.ipynb"]["status"] == "ok"
+
+
+def test_a_line_written_into_the_check_log_changes_no_grade(cheats):
+    assert float(cheats["log.ipynb"]["score"]) == 0
+
+
+def test_the_grader_stops_with_a_clear_message_without_bubblewrap(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(grading.sandbox.shutil, "which", lambda name: None)
+    nbformat.write(tiny_notebook("x = 1"), tmp_path / "a.ipynb")
+    assert grading.main([str(tmp_path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "bubblewrap (bwrap) is not installed" in err and "apt-get install bubblewrap" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_notebook_cannot_write_the_key_and_a_batch_in_which_it_changes_fails_loudly(tmp_path, monkeypatch):
     key = tmp_path / "key"  # a copy stands in for the repository's key, which no test may write
     shutil.copytree(grading.KEY_FOLDER, key, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(grading, "KEY_FOLDER", key)
     target = key / f"ch{CHAPTER}.py"
+    before = target.read_bytes()
     (tmp_path / "in").mkdir()
     nbformat.write(tiny_notebook(f"open({str(target)!r}, 'a').write('# rewritten')"), tmp_path / "in" / "w.ipynb")
-    with pytest.raises(grading.GradingError, match=rf"key changed while the batch ran \(ch{CHAPTER}.py in .*\), "
+    batch = grading.grade(tmp_path / "in", tmp_path / "out", timeout=60, workers=1)
+    assert target.read_bytes() == before and batch.rows[0].status.startswith("error: FileNotFoundError")
+    # the sandbox aside, the checksums around each notebook still catch a change (here made by the test)
+    real = grading.key_files
+    calls = iter(range(1, 100))
+    monkeypatch.setattr(grading, "key_files", lambda: {**real(), "x.py": "changed"} if next(calls) > 2 else real())
+    with pytest.raises(grading.GradingError, match=r"key changed while the batch ran \(x.py in .*\), "
                                                    r"while w.ipynb ran"):
-        grading.grade(tmp_path / "in", tmp_path / "out", timeout=60, workers=1)
-    row = read_csv(tmp_path / "out" / "grades.csv")["w.ipynb"]  # the grades are written first
+        grading.grade(tmp_path / "in", tmp_path / "out2", timeout=60, workers=1)
+    row = read_csv(tmp_path / "out2" / "grades.csv")["w.ipynb"]  # the grades are written first
     assert "key files changed while this notebook ran" in row["flags"]
+
+
+def test_a_search_with_the_check_log_switched_off_is_still_flagged(cheats):
+    silent = cheats["silent.ipynb"]
+    assert float(silent[SEARCHED]) == POINTS[SEARCHED]  # found: the check is an oracle
+    assert "calls check inside a loop" in silent["flags"]
 
 
 def test_a_forged_answer_record_is_not_believed(short_batch):
@@ -430,6 +625,17 @@ def test_a_forged_answer_record_is_not_believed(short_batch):
 
 # --- the parts, without kernels ---------------------------------------------------------------
 CHAPTERS = grading.known_problem_sets()
+
+
+def test_a_notebook_run_out_of_order_is_noted_and_loops_over_check_flagged():
+    nb = tiny_notebook("a = 1", "b = 2", "c = 3")
+    assert not grading.out_of_order(nb)
+    for cell, count in zip(nb.cells, (1, 5, 3)):
+        cell.execution_count = count
+    assert grading.out_of_order(nb)
+    nb = tiny_notebook("%matplotlib inline\nx = [check('a', v) for v in range(9)]", "check('a', 1)",
+                       "while True:\n    if check('b', 2): break", "for v in range(3): print(v)")
+    assert [f.split(" calls")[0] for f in grading.loop_checks(nb)] == ["cell 1", "cell 3"]
 
 
 def test_problem_set_found_from_metadata_then_checker_then_file_name():

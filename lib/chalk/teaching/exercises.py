@@ -24,6 +24,7 @@ item that needs a judgement first (decide the regime, then compute in it) says s
 ``judgement=True``; a choice always is one.
 """
 import base64
+import functools
 import hashlib
 import importlib
 import json
@@ -98,8 +99,35 @@ def cells(value: float, rel_tol: float) -> list[str]:
 
 
 def digest(salt: str, name: str) -> str:
-    """A cell's salted hash as a sealed key stores it (64 bits: collisions are out of reach)."""
+    """A fast salted hash (64 bits: collisions are out of reach): what files a choice's options."""
     return hashlib.sha256(f"{salt}|{name}".encode()).hexdigest()[:16]
+
+
+KDF = {"n": 2 ** 13, "r": 8, "p": 1}
+"""scrypt's cost (8 MiB of memory, a few hundredths of a second a call) for sealing a number's cells:
+every answer a search tries costs one call, and ``book/instructors.md`` says what that comes to."""
+
+
+def bucket(name: str) -> str:
+    """The run of ``CELLS_PER_TOLERANCE`` cells (one tolerance wide) a cell belongs to: the
+    slow key-derivation runs once per bucket, so a check costs one call and sealing a band of
+    cells a few, while a search pays one call for every tolerance-wide step it tries."""
+    if name[0] in "+-":
+        return f"{name[0]}{int(name[1:]) // CELLS_PER_TOLERANCE}"
+    return name  # "0", or an exact exercise's "=357": each its own bucket
+
+
+@functools.lru_cache(maxsize=4096)
+def _slow(salt: str, bucket_name: str) -> bytes:
+    chapter = salt.rsplit("/", 1)[0]  # "chalk/<chapter>": the scrypt salt, one per problem set
+    return hashlib.scrypt(f"{salt}|{bucket_name}".encode(), salt=chapter.encode(), maxmem=64 * 2 ** 20,
+                          dklen=32, **KDF)
+
+
+def sealed_digest(salt: str, name: str) -> str:
+    """A numeric cell's hash as a sealed key stores it: keyed by scrypt of its bucket (``KDF``),
+    so that trying answers offline costs what trying them against ``check`` costs."""
+    return hashlib.sha256(_slow(salt, bucket(name)) + f"|{name}".encode()).hexdigest()[:16]
 
 
 EXACT_TEXT = "an exact whole number"
@@ -195,7 +223,7 @@ class SealedExercise:
 
     def verdict(self, answer: float) -> bool | str | None:
         whole = self.exact and float(answer).is_integer()
-        mine = digest(self.salt, whole_cell(answer) if whole else cell(answer, self.rel_tol))
+        mine = sealed_digest(self.salt, whole_cell(answer) if whole else cell(answer, self.rel_tol))
         if mine in self.right:
             return True
         return next((hint for hint, hashed in self.mistakes if mine in hashed), None)

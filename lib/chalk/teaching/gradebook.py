@@ -19,6 +19,14 @@ A batch of grades is a folder, never overwritten (``new_folder``):
 * ``written.md`` the written answers of every submission, grouped by exercise, and ``manual.csv``
   one row per written answer with empty ``points`` for the instructor to fill; ``merge`` adds them
   to the totals and writes the exports again, into a new folder.
+
+Every maximum (a row's, Canvas's *Points Possible*, Gradescope's *Max Points* and question
+columns) is the key's: the sum of the parts ``chalk.teaching.overview`` lists, never read off a
+submission, so a student who deletes a cell does not lower it. A notebook that could not be graded,
+and a student on the roster who handed nothing in, export as 0 with the reason in ``grades.csv``.
+Every CSV cell a spreadsheet would read as a formula (a leading ``=``, ``+``, ``-``, ``@``, tab or
+carriage return, a plain number aside) is written with a leading apostrophe (``safe``), which
+spreadsheets show as text; the grader strips it again where it reads its own files back.
 """
 import csv
 import json
@@ -38,6 +46,26 @@ _RESUBMISSION = re.compile(r"-(\d+)(\.[^.]+)?$")
 
 class GradebookError(ChalkError):
     """A bad folder, roster or manual-marks file; the message names it and the row."""
+
+
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def safe(value):
+    """``value`` as a CSV cell no spreadsheet runs: text that opens like a formula gets a leading
+    apostrophe (a number, even a negative one, is left as it is)."""
+    if not isinstance(value, str) or not value.startswith(_FORMULA):
+        return value
+    try:
+        float(value)
+        return value
+    except ValueError:
+        return "'" + value
+
+
+def unsafe(value: str) -> str:
+    """The text ``safe`` was given, from the cell it wrote."""
+    return value[1:] if value.startswith("'") and value[1:].startswith(_FORMULA) else value
 
 
 # --- students -------------------------------------------------------------------------------
@@ -61,7 +89,7 @@ def read_roster(path: Path) -> list[dict]:
     (``roster.csv`` of an earlier batch, edited, is one)."""
     try:
         with path.open(newline="", encoding="utf-8-sig") as f:
-            rows = list(csv.DictReader(f))
+            rows = [{k: unsafe(v or "") for k, v in r.items() if k} for r in csv.DictReader(f)]
     except OSError as err:
         raise GradebookError(f"ROSTER: cannot read {str(path)!r}: {err}") from None
     if not rows or not ({"file", "id"} & set(rows[0])):
@@ -110,6 +138,7 @@ class Row:
 
     @property
     def maximum(self) -> float:
+        """What this row's parts are worth; ``Batch.possible`` (the key's) is what the exports use."""
         return sum(self.points.values()) + sum(w["max_points"] for w in self.written if "points" in w)
 
     @property
@@ -136,6 +165,19 @@ class Batch:
     """Where the batch was written."""
     exercises: dict = field(default_factory=dict)
     """{problem set: [{"exercise", "part", "kind", "judgement", "topic", "points"}]} (``chalk.teaching.overview``)."""
+
+    def possible(self, problem_set: str) -> float | None:
+        """The points ``problem_set`` is out of, from the key (checked and written parts); for a
+        batch that does not carry the key's parts, the largest row's."""
+        if parts := self.exercises.get(problem_set):
+            return float(sum(p["points"] for p in parts))
+        rows = [r.maximum for r in self.rows if r.problem_set == problem_set and r.results]
+        return max(rows) if rows else None
+
+    def written_parts(self) -> list[tuple[str, str, str, float]]:
+        """(problem set, exercise, part, points) of every written part the keys ask for."""
+        return [(ps, p["exercise"], p["part"], p["points"]) for ps in self.titles
+                for p in self.exercises.get(ps, ()) if p["kind"] == "written"]
 
     def kind(self, problem_set: str, ex_id: str) -> str:
         """The kind of an exercise's checked part ("number", "choice", "choices"; "" if the batch does not say)."""
@@ -176,9 +218,12 @@ def write(batch: Batch, out: Path) -> Path:
     _grades_csv(batch, out / "grades.csv")
     _exercises_csv(batch, out / "exercises.csv")
     for row in batch.rows:
+        if not row.file:  # a student on the roster who handed nothing in
+            continue
         dest = out / "feedback" / f"{row.file}.md"
         dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(feedback(row, batch.titles.get(row.problem_set, {})), encoding="utf-8")
+        dest.write_text(feedback(row, batch.titles.get(row.problem_set, {}), batch.possible(row.problem_set)),
+                        encoding="utf-8")
     _roster_csv(batch, out / "roster.csv")
     _canvas_csv(batch, out / "canvas.csv")
     _gradescope(batch, out)
@@ -186,9 +231,19 @@ def write(batch: Batch, out: Path) -> Path:
     return out
 
 
+class _SafeWriter:
+    """``csv.writer`` whose every cell goes through ``safe``."""
+
+    def __init__(self, f):
+        self._out = csv.writer(f)
+
+    def writerow(self, row):
+        self._out.writerow([safe(v) for v in row])
+
+
 def _writer(path: Path):
     f = path.open("w", newline="", encoding="utf-8")
-    return f, csv.writer(f)
+    return f, _SafeWriter(f)
 
 
 def _grades_csv(batch: Batch, dest: Path) -> None:
@@ -201,7 +256,8 @@ def _grades_csv(batch: Batch, dest: Path) -> None:
         for r in batch.rows:
             marks = [(_number(r.points[i]) if r.results[i].status == RIGHT else "0") if i in r.results else ""
                      for i in ids]
-            maximum = _number(r.maximum) if r.results else ""
+            possible = batch.possible(r.problem_set)
+            maximum = _number(possible) if possible is not None else ""
             out.writerow([r.file, r.student.get("student", ""), r.student.get("id", ""), r.problem_set, r.status,
                           _number(r.score), maximum, *marks, r.unmarked, "; ".join(r.flags), "; ".join(r.notes)])
 
@@ -220,18 +276,20 @@ def _exercises_csv(batch: Batch, dest: Path) -> None:
                               r["part"], r["kind"], "yes" if r["judgement"] else "no", r["topic"], _number(r["points"])])
 
 
-def feedback(row: Row, titles: dict) -> str:
-    """A short Markdown note for the student: the score, then each exercise's status, their value
-    and a hint, then anything the grader noticed."""
+def feedback(row: Row, titles: dict, maximum: float | None = None) -> str:
+    """A short Markdown note for the student: the score (out of ``maximum``, the key's, else the
+    row's), then each exercise's status, their value and a hint, then the grader's notes. Flags
+    are the instructor's (``grades.csv``): a student reads verdicts and hints, never what the
+    grader matched in their code."""
     lines = [f"# Feedback on {row.file}", ""]
     if not row.results:
-        return "\n".join(lines + [f"This file could not be graded: {row.status}.", ""])
-    lines.append(f"Problem set {row.problem_set}: **{_number(row.score)} of {_number(row.maximum)} points**.")
+        return "\n".join(lines + [f"This file could not be graded: {row.status}. It counts as 0 points.", ""])
+    maximum = row.maximum if maximum is None else maximum
+    lines.append(f"Problem set {row.problem_set}: **{_number(row.score)} of {_number(maximum)} points**.")
     if row.unmarked:
         lines.append(f"{row.unmarked} written answer(s) are still to be marked by hand.")
     if row.status != "ok":
         lines.append(f"The notebook did not run cleanly ({row.status}); every answer that could be read counts.")
-    lines += [f"**Flagged for the instructor**: {f}." for f in row.flags]
     lines += [f"Note: {n}." for n in row.notes]
     lines += ["", "| status | exercise | points | what the check said |", "|---|---|---|---|"]
     for ex_id, r in row.results.items():
@@ -265,57 +323,84 @@ def assignment_name(problem_set: str) -> str:
     return f"Chalk problem set {problem_set}"
 
 
+def _people(batch: Batch) -> dict[str, dict]:
+    """{student: {"student": who, "scores": {problem set: points}}}: a graded notebook's score; 0
+    for a notebook that could not be graded (in its problem set's column, or in every column the
+    student has no score in when its problem set is unknown) and for a student the roster names
+    who handed nothing in."""
+    people: dict[str, dict] = {}
+    sets = list(batch.titles)
+    for r in sorted(batch.rows, key=lambda r: not r.results):  # graded rows first: they win
+        who = r.student.get("id") or r.student.get("student") or r.file
+        person = people.setdefault(who, {"student": r.student, "scores": {}})
+        for problem_set in [r.problem_set] if r.problem_set in sets else sets:
+            person["scores"].setdefault(problem_set, r.score if r.results else 0.0)
+    return people
+
+
 def _canvas_csv(batch: Batch, dest: Path) -> None:
     """Canvas's gradebook import: Student, ID, SIS User ID, SIS Login ID, Section, then one
-    column per problem set and a Points Possible row. Canvas matches rows on ID; a student it
-    cannot match (no Canvas id in the file name or the roster) is listed with an empty ID."""
+    column per problem set and a Points Possible row (the key's). Canvas matches rows on ID; a
+    student it cannot match (no Canvas id in the file name or the roster) is listed with an empty ID."""
     sets = list(batch.titles)
-    graded = [r for r in batch.rows if r.results]
-    maxima = {p: next((r.maximum for r in graded if r.problem_set == p), "") for p in sets}
-    people: dict[str, dict] = {}
-    for r in graded:
-        who = r.student.get("id") or r.file
-        people.setdefault(who, {"student": r.student, "scores": {}})["scores"][r.problem_set] = r.score
+    maxima = {p: batch.possible(p) for p in sets}
     f, out = _writer(dest)
     with f:
         out.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *map(assignment_name, sets)])
-        out.writerow(["Points Possible", "", "", "", "", *(_number(maxima[p]) if maxima[p] != "" else "" for p in sets)])
-        for who, p in people.items():
+        out.writerow(["Points Possible", "", "", "", "", *(_number(maxima[p]) if maxima[p] is not None else ""
+                                                           for p in sets)])
+        for who, p in _people(batch).items():
             s = p["student"]
             out.writerow([s.get("student") or who, s.get("id", ""), s.get("sis_user_id", ""), s.get("sis_login_id", ""),
                           s.get("section", ""), *(_number(p["scores"][x]) if x in p["scores"] else "" for x in sets)])
 
 
 def _gradescope(batch: Batch, out: Path) -> None:
-    """``gradescope.csv`` with the name, id and score columns of Gradescope's score export (Name,
-    SID, Email, Total Score, Max Points, Status, then one per question) and a ``results.json`` per submission in
-    the Gradescope autograder's format (a test per exercise with its score and the check's text)."""
+    """``gradescope.csv`` with the columns of Gradescope's score export (Name, SID, Email, Total
+    Score, Max Points, Status, then one per question: each checked exercise, then each written
+    part, its points blank until marked) and a ``results.json`` per graded submission in the
+    Gradescope autograder's format (a test per exercise with its score and the check's text).
+    A notebook that could not be graded scores 0 (Status *Graded*); a student the roster names
+    who handed nothing in is *Missing*, as in Gradescope's own export."""
     ids = _ids(batch)
     titles = {i: t for ts in batch.titles.values() for i, t in ts.items()}
+    points = {p["exercise"]: p["points"] for parts in batch.exercises.values() for p in parts if p["part"] == "check"}
+    written = batch.written_parts()
+    columns = [f"{i}: {ex_id} ({_number(points.get(ex_id, _points_of(batch, ex_id)))} pts)" for i, ex_id in enumerate(ids, 1)]
+    columns += [f"{n}: {ex_id} {part} ({_number(p)} pts)" for n, (_, ex_id, part, p) in enumerate(written, len(ids) + 1)]
     f, csv_out = _writer(out / "gradescope.csv")
     with f:
-        csv_out.writerow(["Name", "SID", "Email", "Total Score", "Max Points", "Status",
-                          *(f"{n}: {i} ({_number(_points_of(batch, i))} pts)" for n, i in enumerate(ids, 1))])
+        csv_out.writerow(["Name", "SID", "Email", "Total Score", "Max Points", "Status", *columns])
         for r in batch.rows:
-            if not r.results:
-                continue
+            possible = batch.possible(r.problem_set)
             marks = [(_number(r.points[i]) if r.results[i].status == RIGHT else "0") if i in r.results else ""
                      for i in ids]
+            given = {(w["exercise"], w["part"]): w.get("points") for w in r.written}
+            marks += [_number(given[ex_id, part]) if ps == r.problem_set and given.get((ex_id, part)) is not None
+                      else "" for ps, ex_id, part, _ in written]
+            status = "Missing" if not r.file else "Graded" if not r.results or not r.unmarked else "Ungraded"
             csv_out.writerow([r.student.get("student") or r.file, r.student.get("id", ""), r.student.get("email", ""),
-                              _number(r.score), _number(r.maximum), "Graded" if not r.unmarked else "Ungraded", *marks])
-            tests = [{"name": f"{i}: {titles.get(i, i)}", "number": str(n),
-                      "score": r.points[i] if res.status == RIGHT else 0, "max_score": r.points[i],
-                      "status": "passed" if res.status == RIGHT else "failed",
-                      "output": f"{STATUS_WORD[res.status]}: {res.message}",
-                      "tags": [k for k in (batch.kind(r.problem_set, i),) if k]}
-                     for n, (i, res) in enumerate(r.results.items(), 1)]
-            tests += [{"name": f"{w['exercise']}: written answer", "score": w["points"], "max_score": w["max_points"],
-                       "output": w.get("comment", ""), "tags": ["written"]} for w in r.written if "points" in w]
-            summary = [f"{_number(r.score)} of {_number(r.maximum)} points", r.status, *r.flags, *r.notes]
-            dest = out / "gradescope" / r.file / "results.json"
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_text(json.dumps({"score": r.score, "output": "\n".join(summary), "tests": tests}, indent=1),
-                            encoding="utf-8")
+                              _number(r.score), _number(possible) if possible is not None else "", status, *marks])
+            if r.results:
+                _results_json(batch, r, titles, out)
+
+
+def _results_json(batch: Batch, r: Row, titles: dict, out: Path) -> None:
+    tests = [{"name": f"{i}: {titles.get(i, i)}", "number": str(n),
+              "score": r.points[i] if res.status == RIGHT else 0, "max_score": r.points[i],
+              "status": "passed" if res.status == RIGHT else "failed",
+              "output": f"{STATUS_WORD[res.status]}: {res.message}",
+              "tags": [k for k in (batch.kind(r.problem_set, i),) if k]}
+             for n, (i, res) in enumerate(r.results.items(), 1)]
+    tests += [{"name": f"{w['exercise']}: written answer", "score": w["points"], "max_score": w["max_points"],
+               "output": w.get("comment", ""), "tags": ["written"]} for w in r.written if "points" in w]
+    possible = batch.possible(r.problem_set)
+    summary = [f"{_number(r.score)} of {_number(possible if possible is not None else r.maximum)} points",
+               r.status, *r.notes]
+    dest = out / "gradescope" / r.file / "results.json"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(json.dumps({"score": r.score, "output": "\n".join(summary), "tests": tests}, indent=1),
+                    encoding="utf-8")
 
 
 def _points_of(batch: Batch, ex_id: str) -> float:
@@ -379,8 +464,9 @@ def merge(manual: Path, out: Path | None = None) -> Batch:
     (``out``, else ``<batch>/merged-<timestamp>``) with every file recomputed.
 
     A line gives its points to the written part it names by (file, exercise, part), wherever it
-    sits in the sheet, so a sorted or filtered sheet merges the same. The maximum is the batch's
-    (``grades.json``): a sheet that changes ``max_points`` is refused, not believed.
+    sits in the sheet, so a sorted sheet merges the same. The maximum is the batch's
+    (``grades.json``): a sheet that changes ``max_points`` is refused, not believed, and so is a
+    sheet that lacks a line for a written part worth points (rows deleted or filtered out).
     """
     manual = Path(manual)
     record = manual.parent / "grades.json"
@@ -392,7 +478,7 @@ def merge(manual: Path, out: Path | None = None) -> Batch:
                   exercises=data.get("exercises", {}))
     parts = {(r.file, w["exercise"] or "", w["part"]): w for r in batch.rows for w in r.written}
     with manual.open(newline="", encoding="utf-8-sig") as f:
-        marks = list(csv.DictReader(f))
+        marks = [{k: unsafe(v or "") for k, v in m.items() if k} for m in csv.DictReader(f)]
     missing, merged = [], {}
     for line, m in enumerate(marks, 2):
         name = tuple((m.get(k) or "").strip() for k in ("file", "exercise", "part"))
@@ -417,9 +503,65 @@ def merge(manual: Path, out: Path | None = None) -> Batch:
     if missing:
         raise GradebookError(f"{manual}: lines {', '.join(missing)} have no points; give each written answer "
                              f"its points (0 included) before merging")
+    if absent := [name for name, w in parts.items() if w["max_points"] > 0 and name not in merged]:
+        shown = "; ".join(f"{f}, {e or '(no exercise)'}, {p}" for f, e, p in absent[:5])
+        raise GradebookError(f"{manual}: {len(absent)} written part(s) of the batch have no line in this sheet "
+                             f"({shown}{'; ...' if len(absent) > 5 else ''}); every written answer needs its "
+                             f"line back (rows deleted or filtered out?) before merging")
     for row in batch.rows:  # notes worth no points count as marked
         for w in row.written:
             if w["max_points"] == 0:
                 w.setdefault("points", 0.0)
     batch.folder = write(batch, new_folder(out, manual.parent, "merged-"))
     return batch
+
+
+# --- carrying marks into a re-grade ---------------------------------------------------------
+def earlier_marks(source: Path) -> dict[tuple, dict]:
+    """The written answers marked in an earlier batch: ``source`` is that batch's folder (its
+    ``grades.json``, merged marks included) or a filled ``manual.csv``. Keyed by (file, exercise,
+    part), each {"text", "points", "comment"}."""
+    source = Path(source)
+    marks = {}
+    if source.is_dir() and (source / "grades.json").is_file():
+        for r in json.loads((source / "grades.json").read_text(encoding="utf-8"))["rows"]:
+            for w in r["written"]:
+                if w.get("points") is not None and w["max_points"] > 0:
+                    marks[r["file"], w["exercise"] or "", w["part"]] = {
+                        "text": w["text"], "points": w["points"], "comment": w.get("comment", "")}
+        return marks
+    if not source.is_file() or source.suffix != ".csv":
+        raise GradebookError(f"MARKS: {str(source)!r} is neither a batch of grades (a folder with grades.json) "
+                             f"nor a filled manual.csv")
+    with source.open(newline="", encoding="utf-8-sig") as f:
+        reader = csv.DictReader(f)
+        if not {"file", "exercise", "part", "text", "points"} <= set(reader.fieldnames or ()):
+            raise GradebookError(f"MARKS: {str(source)!r} is neither a batch of grades (a folder with grades.json) "
+                                 f"nor a filled manual.csv (columns {', '.join(MANUAL_FIELDS)})")
+        for line, m in enumerate(reader, 2):
+            m = {k: unsafe(v or "") for k, v in m.items() if k}
+            maximum = _number_or_none(m.get("max_points", "")) or 0.0
+            points = _points(m.get("points", ""), maximum, line, str(source))
+            if points is not None and maximum > 0:
+                marks[m.get("file", ""), m.get("exercise", ""), m.get("part", "")] = {
+                    "text": m.get("text", ""), "points": points, "comment": m.get("comment", "").strip()}
+    return marks
+
+
+def carry_marks(rows: list[Row], marks: dict[tuple, dict]) -> int:
+    """Give each written part of ``rows`` the points it was given in an earlier batch (``marks``),
+    where its file, exercise, part and text are the same; a part whose text changed since is left
+    to mark again, with a note. Returns how many parts were carried."""
+    carried = 0
+    for row in rows:
+        for w in row.written:
+            earlier = marks.get((row.file, w["exercise"] or "", w["part"]))
+            if earlier is None or w["max_points"] <= 0:
+                continue
+            if earlier["text"].strip() != w["text"].strip():
+                row.notes.append(f"the written answer {w['part']} of {w['exercise']} changed since it was marked: "
+                                 f"it is to be marked again")
+            elif earlier["points"] <= w["max_points"]:
+                w["points"], w["comment"] = earlier["points"], earlier["comment"]
+                carried += 1
+    return carried

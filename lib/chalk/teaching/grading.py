@@ -7,29 +7,28 @@ Every file under SUBMISSIONS (any depth, hidden files aside) is accounted for: a
 graded, a resubmission superseded by a later one and a file that is not a notebook are listed
 (``chalk.teaching.gradebook`` writes what comes out, into a new folder each time).
 
-A notebook runs in a fresh kernel, in its own temporary folder, against its own copy of the
-package students install (``chalk.teaching.package``: the keys sealed, none in plain form). The
+A notebook runs in a fresh kernel in a bubblewrap sandbox (``chalk.teaching.sandbox``) that sees
+its own folder, the package students install (``chalk.teaching.package``: the keys sealed, none in
+plain form) and the Python libraries, read-only; not the repository, another submission or the
+grades. It has its own PID namespace, no network and resource limits; when it ends, everything
+the notebook started has ended, and the batch's files are written after every kernel has. The
 kernel's Python is a temporary virtual environment that sees this environment's libraries but not
-the editable install of ``chalk``, and its environment holds no variable of the grader's (no
-``PWD``; ``HOME`` and the working folder are temporary): neither an import nor the working folder,
-``PWD`` or ``sys.executable`` leads it to the instructor's plain key. It is not a security
-sandbox: the kernel runs as the instructor, so a notebook that walks from an installed library's
-file to the repository can still read the key files. Code that looks for them is flagged
-(``KEY_MATERIAL``), and the key's files are checksummed around every notebook: a batch in which
-they change fails with an error naming them (its grades, judged with the key as loaded before,
-are written first).
+the editable install of ``chalk``, and its environment holds no variable of the grader's. Code that
+looks for key material is still flagged (``KEY_MATERIAL``), for the instructor only, and the key's
+files are checksummed around every notebook: a batch in which they change fails with an error
+naming them (its grades, judged with the key as loaded before, are written first).
 
-Each ``check`` call appends the value it was given to a log the grader reads
-(``chalk.teaching.exercises.CHECK_LOG``); after the cells (errors allowed, one time limit for the
-whole notebook) an extraction cell prints the answer variables as JSON between markers holding a
-random nonce. An exercise is graded on the value its last check was given, which is what the
-student saw judged; the variable counts when no check of it ran, and a later reassignment is
-noted. Answers checked before a kernel died keep their result. The grader judges with
-``chalk.teaching.exercises.judge`` against the instructor's key, computed before any submission
-ran: a student who redefines ``check``, patches the library in the kernel or prints fake results
-changes nothing the grader decides.
+An exercise is graded on the value its variable holds after the cells have run from the top
+(errors allowed, one time limit for the whole notebook), read by an extraction cell after every
+cell that names an answer variable, as JSON between markers holding a random nonce: answers set
+before the kernel died or the time ran out keep their result. The log each ``check`` call appends
+to (``chalk.teaching.exercises.CHECK_LOG``) only informs notes and the search flag, since the
+notebook can write to it. The grader judges with ``chalk.teaching.exercises.judge`` against the
+instructor's key, computed before any submission ran: a student who redefines ``check``, patches
+the library in the kernel or prints fake results changes nothing the grader decides.
 """
 import argparse
+import ast
 import asyncio
 import concurrent.futures
 import hashlib
@@ -57,10 +56,11 @@ from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
 from ..errors import ChalkError
-from . import overview, problems
+from . import overview, problems, sandbox
 from .edition import problem_sets, student_problem_set
 from .exercises import CHECK_LOG, Exercise, Mistake, answer_text, judge, problem_set, record_value
-from .gradebook import Batch, Row, canvas_name, merge, new_folder, read_roster, student_of, write
+from .gradebook import (ROSTER_FIELDS, Batch, Row, canvas_name, carry_marks, earlier_marks, merge, new_folder, read_roster,
+                        student_of, write)
 from .package import write_tree
 from .seal import known_problem_sets
 from .student import FREE_TEXT, PLACEHOLDER, exercise_of_cells, free_text_points, titles
@@ -327,69 +327,110 @@ def _read_checks(log: Path) -> list[tuple[str, object]]:
 
 
 KERNEL = "chalk-grader"
-"""The kernelspec ``kernel_spec`` writes: the kernel every submission runs in."""
+"""The kernelspec each submission's kernel is started from (``run_notebook`` writes one per run)."""
 
 
-def kernel_spec(dest: Path) -> Path:
-    """Write the kernel submissions run in under ``dest``; return the folder of its kernelspec.
+@dataclass
+class Kernel:
+    """What every kernel of a batch shares: its Python, the sandbox's launcher and ``bwrap``."""
+    python: Path
+    launcher: Path
+    bwrap: str
+
+
+def kernel_python(dest: Path, tool: str) -> Kernel:
+    """Write the Python submissions run in, and the sandbox's launcher, under ``dest``.
 
     Its Python is a virtual environment of the base interpreter (so ``sys.executable`` is a
     temporary path, not the repository's ``.venv``) whose one site folder names this environment's
     library folders. Python runs the ``.pth`` files of a site folder, not of the folders they name:
     the editable install's finder, which maps ``chalk`` to the repository's ``lib/chalk``, is never
-    loaded, and ``chalk`` is whatever ``PYTHONPATH`` puts first (``_sandbox``).
+    loaded, and ``chalk`` is whatever ``PYTHONPATH`` puts first (``_sandbox``); the repository is
+    not in the sandbox anyway.
     """
     builder = venv.EnvBuilder(symlinks=os.name != "nt")
     builder.create(dest / "python")
-    python = builder.ensure_directories(dest / "python").env_exe
     paths = {"base": str(dest / "python"), "platbase": str(dest / "python")}
     site = Path(sysconfig.get_path("purelib", "venv", vars=paths))
     libraries = dict.fromkeys(sysconfig.get_path(p) for p in ("purelib", "platlib"))
     (site / "chalk-grader.pth").write_text("".join(f"{d}\n" for d in libraries), encoding="utf-8")
-    spec = dest / "kernels" / KERNEL
-    spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "chalk grader", "language": "python"}), encoding="utf-8")
-    return dest / "kernels"
+    launcher = dest / "launcher" / "launch.py"
+    launcher.parent.mkdir()
+    launcher.write_text(sandbox.LAUNCHER, encoding="utf-8")
+    return Kernel(dest / "python", launcher, tool)
 
 
-def _sandbox(tmp: Path, nb_bytes: bytes, package: Path) -> tuple[Path, dict, Path]:
-    """A working folder holding the notebook, the kernel's environment and the check log.
-
-    The kernel imports a private copy of the student package (``PYTHONPATH``) and gets none of
-    the grader's environment variables: its own HOME, temporary, IPython and Matplotlib folders,
-    no ``PWD``. Nothing it writes there reaches the key, the submissions or the next kernel.
-    """
-    work = tmp / "work"
-    work.mkdir()
+def _sandbox(tmp: Path, nb_bytes: bytes, package: Path) -> tuple[Path, Path, dict, Path]:
+    """The kernel's one writable folder ``box`` (the notebook in ``box/work``, its HOME,
+    temporary, IPython and Matplotlib folders, sockets and check log), a copy of the student
+    package in ``box/lib`` (read-only in the sandbox), and the kernel's environment: none of the
+    grader's variables, no ``PWD``. Nothing it writes there reaches the key, the submissions, the
+    grades or the next kernel."""
+    box = tmp / "box"
+    work = box / "work"
+    work.mkdir(parents=True)
     (work / "submission.ipynb").write_bytes(nb_bytes)
-    shutil.copytree(package / "chalk", tmp / "lib" / "chalk")
-    (tmp / "tmp").mkdir()
-    log = tmp / "checks.jsonl"
-    env = {"PATH": os.defpath, "LANG": "C.UTF-8", "PYTHONPATH": str(tmp / "lib"), "HOME": str(tmp / "home"),
-           "TMPDIR": str(tmp / "tmp"), "IPYTHONDIR": str(tmp / "ipython"), "MPLCONFIGDIR": str(tmp / "mpl"),
-           "PYTHONDONTWRITEBYTECODE": "1", CHECK_LOG: str(log)}
-    return work, env, log
+    shutil.copytree(package / "chalk", box / "lib" / "chalk")
+    for folder in ("home", "tmp", "ipython", "mpl", "conn"):
+        (box / folder).mkdir()
+    log = box / "checks.jsonl"
+    env = {"PATH": os.defpath, "LANG": "C.UTF-8", "PYTHONPATH": str(box / "lib"), "HOME": str(box / "home"),
+           "TMPDIR": str(box / "tmp"), "IPYTHONDIR": str(box / "ipython"), "MPLCONFIGDIR": str(box / "mpl"),
+           "PYTHONDONTWRITEBYTECODE": "1", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", CHECK_LOG: str(log)}
+    return box, work, env, log
 
 
-async def run_notebook(nb, ids: list[str], limit: float, package: Path, kernels: Path) -> Run:
-    """Execute ``nb`` in a sandboxed fresh kernel (``kernel_spec``); read its check log and the
-    variables ``ids``."""
+def _kernel_manager(tmp: Path, box: Path, work: Path, kernel: Kernel, limit: float) -> AsyncKernelManager:
+    """A manager for a kernel in the sandbox, talking to it over Unix sockets in ``box/conn``."""
+    spec = tmp / "spec" / KERNEL
+    spec.mkdir(parents=True)
+    argv = sandbox.command(kernel.bwrap, box, box / "lib", kernel.python, kernel.launcher, limit, work)
+    # an interrupt goes as a message: a signal would reach bwrap, not the kernel, and end the sandbox
+    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "chalk grader", "language": "python",
+                                                  "interrupt_mode": "message"}), encoding="utf-8")
+    km = AsyncKernelManager(kernel_name=KERNEL, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(spec.parent)]),
+                            transport="ipc", ip=str(box / "conn" / "kernel"),
+                            connection_file=str(box / "conn" / "kernel.json"))
+    km.write_connection_file()
+    sandbox.hand_over(box)
+    return km
+
+
+async def run_notebook(nb, ids: list[str], limit: float, package: Path, kernel: Kernel) -> Run:
+    """Execute ``nb`` in a fresh kernel in its sandbox (``chalk.teaching.sandbox``); read the
+    variables ``ids`` after every cell that names one, and the check log. When it returns, every
+    process the notebook started is dead."""
     run, start = Run(), time.monotonic()
     marker = f"<<chalk-answers-{secrets.token_hex(16)}>>"
     with tempfile.TemporaryDirectory(prefix="chalk-grade-") as tmp:
-        work, env, log = _sandbox(Path(tmp), nbformat.writes(nb).encode(), package)
-        km = AsyncKernelManager(kernel_name=KERNEL, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]))
+        box, work, env, log = _sandbox(Path(tmp), nbformat.writes(nb).encode(), package)
+        km = _kernel_manager(Path(tmp), box, work, kernel, limit)
         client = NotebookClient(nb, km=km, allow_errors=True, timeout=math.ceil(limit),
                                 interrupt_on_timeout=True, record_timing=False,
                                 error_on_timeout={"ename": "Timeout", "evalue": "", "traceback": []},
                                 resources={"metadata": {"path": str(work)}})
-        i = 0
+        i, cells, forged, process = 0, list(nb.cells), False, None
+        names = re.compile(r"\b(?:" + "|".join(map(re.escape, ids)) + r")\b") if ids else None
+
+        async def snapshot():
+            nonlocal forged
+            extract = nbformat.v4.new_code_cell(extraction_cell(ids, marker))
+            nb.cells.append(extract)  # nbclient files outputs by index into the notebook
+            client.timeout = _EXTRACT_TIMEOUT
+            try:
+                await client.async_execute_cell(extract, len(nb.cells) - 1, store_history=False)
+            finally:
+                nb.cells.pop()
+            answers = _read_answers(extract, marker, ids)
+            forged = forged or answers is None
+            run.answers = None if forged else answers
+
         try:
             # the kernel's own log lines would bury the grader's progress; its errors are in the cells
-            async with client.async_setup_kernel(env=env, stderr=subprocess.DEVNULL, cleanup_kc=True):
-                for i, cell in enumerate(list(nb.cells)):
+            async with client.async_setup_kernel(env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                                  cleanup_kc=True):
+                process = getattr(km.provisioner, "process", None)
+                for i, cell in enumerate(cells):
                     client.timeout = max(1, math.ceil(start + limit - time.monotonic()))
                     await client.async_execute_cell(cell, i)
                     if time.monotonic() - start >= limit:
@@ -397,18 +438,30 @@ async def run_notebook(nb, ids: list[str], limit: float, package: Path, kernels:
                         break
                     if run.status == "ok" and cell.cell_type == "code" and (error := _first_error(cell)):
                         run.status, run.cell, run.error = "error", i, error
-                extract = nbformat.v4.new_code_cell(extraction_cell(ids, marker))
-                nb.cells.append(extract)
-                client.timeout = _EXTRACT_TIMEOUT
-                await client.async_execute_cell(extract, len(nb.cells) - 1)
-                run.answers = _read_answers(extract, marker, ids)
+                    if cell.cell_type == "code" and names and names.search(cell.source):
+                        await snapshot()  # what a crash later in the notebook cannot take back
+                await snapshot()
         except DeadKernelError:
-            run.status, run.cell, run.answers = "died", i, None
+            run.status, run.cell = "died", i
         except Exception as err:  # a kernel that cannot start or talk must not stop the batch
             run.status, run.error = "failed", f"{type(err).__name__}: {err}"[:160]
+        finally:
+            _end(process)
         run.checks = _read_checks(log)
     run.seconds = time.monotonic() - start
     return run
+
+
+def _end(process) -> None:
+    """Make sure the sandbox is gone: bwrap exits only once its PID namespace is empty, so a
+    dead bwrap means nothing the notebook started lives on."""
+    if process is None or process.poll() is not None:
+        return
+    process.kill()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        raise GradingError(f"SANDBOX: the sandbox of a kernel (pid {process.pid}) would not end") from None
 
 
 def _status(run: Run, nb, key: Key) -> str:
@@ -443,25 +496,54 @@ def searches(run: Run) -> list[str]:
 
 
 def judged(key: Key, run: Run) -> tuple[dict, list[str]]:
-    """Each exercise's Result, from the value its last check was given (else its variable), and
-    notes where the variable was changed after that check."""
+    """Each exercise's Result, from the value its variable holds after the run from the top (the
+    last snapshot before a crash or the time limit), and notes where that differs from what its
+    last check was given (the check's log only informs the note: the notebook can write to it)."""
     last = {ex_id: value for ex_id, value in run.checks if ex_id in key.exercises}
     variables = run.answers or {}
     results, notes = {}, []
     for ex_id, ex in key.exercises.items():
-        variable = variables.get(ex_id)
-        if ex_id not in last:
-            value = variable
-        elif record_value(last[ex_id]) is None and record_value(variable) is not None:
-            value = variable
-            notes.append(f"{ex_id} was last checked unanswered and set later: graded the value it was set to")
-        else:
-            value = last[ex_id]
-            if run.answers is not None and variable != value:
-                notes.append(f"{ex_id} was checked as {_shown(value)} and later changed to {_shown(variable)}: "
-                             f"graded the checked value")
+        value = variables.get(ex_id)
+        if run.answers is not None and ex_id in last and record_value(last[ex_id]) != record_value(value):
+            notes.append(f"{ex_id} was last checked as {_shown(last[ex_id])} but holds {_shown(value)} after the "
+                         f"run from the top: graded {_shown(value)}")
         results[ex_id] = judge(ex, record_value(value))
     return results, notes
+
+
+def out_of_order(nb) -> bool:
+    """Whether the saved notebook's cells were last run in another order than top to bottom."""
+    counts = [c.get("execution_count") for c in nb.cells if c.cell_type == "code" and c.get("execution_count")]
+    return any(b <= a for a, b in zip(counts, counts[1:]))
+
+
+_REORDERED = ("the notebook was saved after running its cells out of order; it was graded as a run from the "
+              "top shows it, which may differ from what you saw")
+
+
+def loop_checks(nb) -> list[str]:
+    """A flag for each ``check`` call inside a loop or comprehension: answers tried until one
+    passes. Read from the code, so a notebook that silences the check's log is still seen."""
+    flags = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        try:
+            tree = ast.parse(_python(cell.source))
+        except SyntaxError:
+            continue
+        loops = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+        for loop in (n for n in ast.walk(tree) if isinstance(n, loops)):
+            if any(isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == "check"
+                   for c in ast.walk(loop)):
+                flags.append(f"cell {i + 1} calls check inside a loop: answers tried until one passed?")
+                break
+    return flags
+
+
+def _python(source: str) -> str:
+    """A cell's source with IPython's magics and shell escapes blanked, so that it parses."""
+    return "\n".join("" if ln.lstrip().startswith(("%", "!")) else ln for ln in source.splitlines())
 
 
 # --- grading one file -------------------------------------------------------------------------
@@ -493,7 +575,7 @@ class Submission:
     how: str = ""
 
 
-async def grade_file(sub: Submission, keys: dict, limit: float, package: Path, kernels: Path) -> Row:
+async def grade_file(sub: Submission, keys: dict, limit: float, package: Path, kernel: Kernel) -> Row:
     """One submission's row; never raises."""
     if sub.problem:
         return Row(sub.file, sub.problem, student=sub.student)
@@ -513,14 +595,14 @@ async def grade_file(sub: Submission, keys: dict, limit: float, package: Path, k
         row.notes.append(f"graded as a notebook although named {sub.path.name}")
     sections = nbformat.from_dict(nb)  # headings as submitted; the run appends a cell to nb
     key_before = key_files()
-    run = await run_notebook(nb, list(key.exercises), limit, package, kernels)
+    run = await run_notebook(nb, list(key.exercises), limit, package, kernel)
     if written := changed(key_before, key_files()):
         row.flags.append(f"{_KEY_CHANGED} ({', '.join(written)}; "
                          f"another notebook may have run at the same time)")
     row.status, row.seconds = _status(run, sections, key), run.seconds
     row.results, notes = judged(key, run)
-    row.notes += notes
-    row.flags += searches(run)
+    row.notes += notes + ([_REORDERED] if out_of_order(sections) else [])
+    row.flags += searches(run) + loop_checks(sections)
     return row
 
 
@@ -558,12 +640,12 @@ def plan(folder: Path, chapters: list[str], roster: list[dict]) -> tuple[list[Su
 
 
 async def _grade_all(subs: list[Submission], keys: dict, limit: float, workers: int, package: Path,
-                     kernels: Path) -> list[Row]:
+                     kernel: Kernel) -> list[Row]:
     gate = asyncio.Semaphore(workers)
 
     async def one(sub: Submission) -> Row:
         async with gate:
-            row = await grade_file(sub, keys, limit, package, kernels)
+            row = await grade_file(sub, keys, limit, package, kernel)
             print(f"{row.file}: {row.status}, {row.score:g} points ({row.seconds:.1f} s)", file=sys.stderr)
             return row
 
@@ -584,8 +666,28 @@ def _run_coroutine(coroutine):
         return pool.submit(asyncio.run, coroutine).result()
 
 
-def grade(folder, out=None, timeout: float = DEFAULT_TIMEOUT, workers: int = 2, roster=None) -> Batch:
-    """Grade every file under ``folder`` into ``out`` (default: a new ``_build/grades/<time>``)."""
+def missing(roster: list[dict], rows: list[Row], sets: list[str]) -> list[Row]:
+    """A row scoring 0 for each student the roster names and each problem set of the batch that
+    no file of theirs was handed in for (a file that could not be graded counts as handed in)."""
+    def who(student: dict) -> str:
+        return student.get("id") or student.get("student")
+
+    handed = {(who(r.student), r.problem_set) for r in rows}
+    unknown = {who(r.student) for r in rows if r.problem_set not in sets}
+    out = []
+    for entry in roster:
+        student = {k: (entry.get(k) or "").strip() for k in ROSTER_FIELDS}
+        if not who(student) or who(student) in unknown:
+            continue  # nobody named, or a file whose problem set is unknown: exported as 0 already
+        out += [Row("", f"missing: no notebook of problem set {s} handed in (scored 0)", s, student)
+                for s in sets if (who(student), s) not in handed]
+    return out
+
+
+def grade(folder, out=None, timeout: float = DEFAULT_TIMEOUT, workers: int = 2, roster=None, marks=None) -> Batch:
+    """Grade every file under ``folder`` into ``out`` (default: a new ``_build/grades/<time>``);
+    ``marks``, an earlier batch (its folder, or its filled ``manual.csv``), gives its hand marks
+    to the written answers that are unchanged."""
     folder = Path(folder)
     if not folder.is_dir():
         raise GradingError(f"SUBMISSIONS: {str(folder)!r} is not a folder of submitted notebooks")
@@ -596,6 +698,8 @@ def grade(folder, out=None, timeout: float = DEFAULT_TIMEOUT, workers: int = 2, 
     if not submissions(folder):
         raise GradingError(f"SUBMISSIONS: {str(folder)!r} holds no files")
     roster_rows = read_roster(Path(roster)) if roster else []
+    given = earlier_marks(Path(marks)) if marks else {}
+    tool = sandbox.bwrap()
     destination = new_folder(Path(out) if out else None, GRADES)
     chapters = known_problem_sets()
     keys = _keys(chapters)
@@ -604,9 +708,11 @@ def grade(folder, out=None, timeout: float = DEFAULT_TIMEOUT, workers: int = 2, 
     key_before = key_files()
     with tempfile.TemporaryDirectory(prefix="chalk-package-") as tmp:
         package = write_tree(Path(tmp) / "package")
-        kernels = kernel_spec(Path(tmp) / "kernel")
-        rows = _run_coroutine(_grade_all(subs, keys, timeout, workers, package, kernels))
+        kernel = kernel_python(Path(tmp) / "kernel", tool)
+        rows = _run_coroutine(_grade_all(subs, keys, timeout, workers, package, kernel))
     present = {r.problem_set for r in rows}
+    carry_marks(rows, given)
+    rows += missing(roster_rows, rows, [c for c in keys if c in present])
     batch = Batch(rows, {c: k.titles for c, k in keys.items() if isinstance(k, Key) and c in present}, others,
                   exercises={c: overview.rows(c) for c, k in keys.items() if isinstance(k, Key) and c in present})
     batch.folder = write(batch, destination)
@@ -626,6 +732,9 @@ def main(argv=None) -> int:
                         help="a batch's manual.csv with the points filled in: write the batch again with them")
     parser.add_argument("--out", type=Path, help=f"a new folder for the grades (default: {GRADES}/<date_time>)")
     parser.add_argument("--roster", type=Path, help="CSV naming the student of each file (columns file or id, student, ...)")
+    parser.add_argument("--marks", type=Path, metavar="BATCH",
+                        help="an earlier batch (its folder or filled manual.csv): its hand marks carry over to "
+                             "the written answers that are unchanged")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per notebook")
     parser.add_argument("--workers", type=int, default=2, help="notebooks run at once")
     args = parser.parse_args(argv)
@@ -636,7 +745,7 @@ def main(argv=None) -> int:
             return 0
         if args.submissions is None:
             raise GradingError("SUBMISSIONS: give a folder of submitted notebooks (or --merge a manual.csv)")
-        batch = grade(args.submissions, args.out, args.timeout, args.workers, args.roster)
+        batch = grade(args.submissions, args.out, args.timeout, args.workers, args.roster, args.marks)
     except ChalkError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

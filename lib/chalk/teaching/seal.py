@@ -12,20 +12,34 @@ check reads an answer given as text) and files each option's verdict and feedbac
 under the option's salted hash, masked and padded to one length (``exercises.seal_entry``): no
 file says which option is right, neither in plain form nor by which option lacks feedback.
 
-What this does not stop, and cannot: trying values against ``check`` (or against the hashes, which
-is the same search done faster) until one is accepted. The seal keeps the key from being read,
-not from being found; ``book/instructors.md`` states this threat model.
+A number's cells are hashed under a key that scrypt derives from the cell's bucket (one
+tolerance wide) with a per-problem-set salt (``exercises.sealed_digest``, cost ``exercises.KDF``):
+a ``check`` pays one derivation, and so does every value a search tries, in the notebook or
+offline against the wheel's tables. A choice's few options are filed under fast hashes: trying
+them all is as cheap as asking the check, whatever the hash.
+
+What this does not stop, and cannot: trying values until one is accepted. The seal keeps the key
+from being read and makes finding it cost what asking the check costs; ``book/instructors.md``
+states this threat model and the measured cost.
+
+Sealing pays one derivation per bucket stored (a few per exercise), so ``seal`` keeps each
+chapter's table under ``_build/seal-cache``, named by a hash of everything it is made from: the
+edition, the grader and the tests reseal a chapter only when its key changes.
 """
+import hashlib
 import json
+import os
 
 from . import problems
-from .chapters import chapter_modules
-from .exercises import CHOICE, CHOICES, Choice, Exercise, cells, digest, problem_set, seal_entry, whole_cell
+from .chapters import ROOT, chapter_modules
+from .exercises import (CHOICE, CHOICES, KDF, Choice, Exercise, cells, digest, problem_set, seal_entry,
+                        sealed_digest, whole_cell)
 from ..errors import ChalkError
 
-FORMAT = 2
-"""Version of the sealed table's layout (2: kinds, choices and exact integers), read by nothing yet
-but kept for a later change."""
+FORMAT = 3
+"""Version of the sealed table's layout (2: kinds, choices and exact integers; 3: numbers' cells
+under scrypt, ``kdf`` recorded)."""
+CACHE = ROOT / "_build" / "seal-cache"
 
 
 def known_problem_sets() -> list[str]:
@@ -33,14 +47,14 @@ def known_problem_sets() -> list[str]:
     return sorted(chapter_modules(problems))
 
 
-def _seal_number(ex: Exercise, salt: str) -> dict:
+def _seal_number(ex: Exercise, salt: str, hashing) -> dict:
     expected = ex.expected()
 
     def hashed(value: float, exact: bool = False) -> list[str]:
-        found = {digest(salt, c) for c in cells(value, ex.rel_tol)}
-        return sorted(found | {digest(salt, whole_cell(round(value)))} if exact else found)
+        found = {hashing(salt, c) for c in cells(value, ex.rel_tol)}
+        return sorted(found | {hashing(salt, whole_cell(round(value)))} if exact else found)
 
-    right = [digest(salt, whole_cell(ex.whole_expected()))] if ex.exact else hashed(expected)
+    right = [hashing(salt, whole_cell(ex.whole_expected()))] if ex.exact else hashed(expected)
     return {"unit": ex.unit, "rel_tol": ex.rel_tol, "judgement": ex.judgement, "exact": ex.exact, "right": right,
             "mistakes": [{"hint": m.hint, "cells": hashed(m.wrong_answer(expected), ex.exact)} for m in ex.mistakes]}
 
@@ -52,13 +66,46 @@ def _seal_choice(ex: Choice, salt: str) -> dict:
     return {"options": dict(ex.options), "entries": dict(sorted(entries.items()))}
 
 
-def seal(chapter: str) -> dict:
-    """The sealed table of ``chapter``'s key, as the student package stores it (JSON)."""
+def _table(chapter: str, hashing) -> dict:
+    """The sealed table of ``chapter``'s key, with ``hashing`` naming a number's cell
+    (``sealed_digest``; ``seal`` passes a plain one to name the table in its cache)."""
     exercises = []
     for ex in problem_set(chapter).values():
         if not isinstance(ex, (Exercise, Choice)):
             raise ChalkError(f"chapter {chapter}: the key is already sealed; seal from the instructor's key")
         salt = f"chalk/{chapter}/{ex.id}"
         common = {"id": ex.id, "kind": ex.kind, "hint": ex.hint, "points": ex.points, "topic": ex.topic, "salt": salt}
-        exercises.append(common | (_seal_choice(ex, salt) if ex.kind in (CHOICE, CHOICES) else _seal_number(ex, salt)))
-    return {"format": FORMAT, "chapter": chapter, "exercises": exercises}
+        exercises.append(common | (_seal_choice(ex, salt) if ex.kind in (CHOICE, CHOICES)
+                                   else _seal_number(ex, salt, hashing)))
+    return {"format": FORMAT, "chapter": chapter, "kdf": kdf_text(), "exercises": exercises}
+
+
+def kdf_text() -> str:
+    """``KDF`` as the table records it: text, so that a table's only numbers stay its tolerances and points."""
+    return "scrypt " + ",".join(f"{k}={v}" for k, v in KDF.items())
+
+
+def seal(chapter: str) -> dict:
+    """The sealed table of ``chapter``'s key, as the student package stores it (JSON); from
+    ``CACHE`` when the same key was sealed before with the same cost.
+
+    The cache entry is named by the SHA-256 of the table with every cell in plain form, which only
+    the instructor's machine computes; it holds what the wheel holds and nothing more."""
+    plain = json.dumps(_table(chapter, lambda salt, name: f"{salt}|{name}"), sort_keys=True)
+    name = hashlib.sha256(plain.encode()).hexdigest()[:32]
+    path = CACHE / f"{chapter}-{name}.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        pass
+    table = _table(chapter, sealed_digest)
+    try:
+        CACHE.mkdir(parents=True, exist_ok=True)
+        for old in CACHE.glob(f"{chapter}-*.json"):
+            old.unlink()
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(table), encoding="utf-8")
+        tmp.replace(path)  # whole or absent, when two processes seal at once
+    except OSError:
+        pass  # a read-only checkout seals every time
+    return table

@@ -1,0 +1,139 @@
+"""The sandbox each submission's kernel runs in: bubblewrap (``bwrap``, Debian's package
+``bubblewrap``), with resource limits set by a small launcher before the kernel starts.
+
+Inside it a kernel sees the system's programs and libraries read-only (``/usr``), the Python it
+runs and the libraries of the grader's environment read-only, the student package read-only, and
+one writable folder of its own (the notebook, ``HOME``, temporary files, the check log and the
+kernel's sockets). Not the repository, not another submission, not the grader's output folder.
+It has its own PID namespace (its ``/proc`` shows only its own processes; when the kernel ends,
+everything it started ends with it), no network (Jupyter's messages go over Unix sockets in its
+folder), and limits on address space, processes, file size, CPU time and core files. Run as root,
+the launcher also drops to ``nobody`` before the kernel starts, so that the process limit counts.
+
+There is no fallback: without a working ``bwrap`` the grader stops and says how to install it.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+from ..errors import ChalkError
+
+NOBODY = 65534
+"""The user a root grader's kernels run as."""
+LIMITS = {"RLIMIT_AS": 4 * 2 ** 30, "RLIMIT_FSIZE": 64 * 2 ** 20, "RLIMIT_NPROC": 256, "RLIMIT_CORE": 0}
+"""Per kernel: 4 GiB of address space, files of at most 64 MiB, 256 processes and threads (on top
+of what the instructor's account runs, when it is not root), no core dumps. CPU time is the
+notebook's time limit plus a margin (``launcher_args``)."""
+INSTALL = "apt-get install bubblewrap (Debian, Ubuntu), dnf install bubblewrap (Fedora)"
+
+
+class SandboxError(ChalkError):
+    """No working bubblewrap: the message says what failed and how to install it."""
+
+
+LAUNCHER = '''\
+"""Set the kernel's limits, drop to nobody when started as root, then become the kernel."""
+import json, os, resource, sys
+limits, rest = json.loads(sys.argv[1]), sys.argv[2:]
+if os.getuid() == 0:
+    os.setgroups([])
+    os.setgid({nobody})
+    os.setuid({nobody})
+for name, value in limits.items():
+    resource.setrlimit(getattr(resource, name), (value, value))
+# the kernel's parent is PID 1 of its namespace, which ipykernel's poller takes for an orphaning;
+# bwrap's --die-with-parent ends the sandbox with the grader instead
+os.environ.pop("JPY_PARENT_PID", None)
+os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *rest])
+'''.replace("{nobody}", str(NOBODY))
+
+
+def bwrap() -> str:
+    """The path of a working ``bwrap``, else a ``SandboxError`` saying how to get one."""
+    path = shutil.which("bwrap")
+    if path is None:
+        raise SandboxError(f"SANDBOX: bubblewrap (bwrap) is not installed, and the grader runs every "
+                           f"submission in it; install it ({INSTALL}) and grade again")
+    probe = subprocess.run([path, *_system(), "--unshare-pid", "--unshare-net", "--die-with-parent", "--",
+                            "/bin/true" if Path("/bin/true").exists() else "/usr/bin/true"],
+                           capture_output=True, text=True, timeout=30)
+    if probe.returncode != 0:
+        raise SandboxError(f"SANDBOX: {path} cannot start a sandbox here ({probe.stderr.strip()[:200]}); "
+                           f"it needs user namespaces, or root")
+    return path
+
+
+def _system() -> list[str]:
+    """The system's programs and libraries, read-only, and fresh /proc, /dev and /tmp."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        top = Path("/") / name
+        if top.is_symlink():
+            args += ["--symlink", os.readlink(top), str(top)]
+        elif top.is_dir():
+            args += ["--ro-bind", str(top), str(top)]
+    args += ["--perms", "0755", "--dir", "/etc"]  # bwrap would make it 0700: closed to nobody
+    for name in ("/etc/ld.so.cache", "/etc/localtime"):
+        if Path(name).exists():
+            args += ["--ro-bind", name, name]
+    return args + ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+
+
+def _bind(source: Path, writable: bool = False) -> list[str]:
+    """Bind ``source`` at its own path, its parents created traversable (bwrap makes them 0700)."""
+    parents = [str(p) for p in reversed(source.parents) if str(p) not in ("/", "/tmp")]
+    made = [a for p in parents for a in ("--perms", "0755", "--dir", p)]
+    return made + ["--bind" if writable else "--ro-bind", str(source), str(source)]
+
+
+def python_folders() -> list[Path]:
+    """What the kernel's Python needs read-only: the base interpreter and this environment's libraries."""
+    folders = {Path(sys.base_prefix).resolve()}
+    folders |= {Path(sysconfig.get_path(p)).resolve() for p in ("purelib", "platlib")}
+    return sorted(folders)
+
+
+def command(tool: str, box: Path, package: Path, kernel_python: Path, launcher: Path, seconds: float,
+            work: Path) -> list[str]:
+    """The kernel's argv: bwrap around the launcher around ``ipykernel_launcher``.
+
+    ``box`` is the submission's writable folder, ``package`` (inside it) the student package,
+    bound read-only over it; ``kernel_python`` the folder of the kernel's virtual environment."""
+    root = os.getuid() == 0
+    args = [tool, *_system()]
+    for folder in python_folders():
+        args += _bind(folder)
+    args += _bind(kernel_python) + _bind(launcher.parent) + _bind(box, writable=True) + ["--ro-bind", str(package), str(package)]
+    args += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+             "--die-with-parent", "--new-session", "--chdir", str(work)]
+    if root:  # the launcher's setuid to nobody needs these two, and keeps neither
+        args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    limits = dict(LIMITS, RLIMIT_CPU=int(seconds) + 30)
+    if not root:
+        limits["RLIMIT_NPROC"] += _own_processes()
+    python = kernel_python / "bin" / "python"
+    return [*args, "--", str(python), str(launcher), json.dumps(limits), "-f", "{connection_file}"]
+
+
+def _own_processes() -> int:
+    """Processes and threads of this account now (RLIMIT_NPROC counts them all, not just the kernel's)."""
+    uid, count = os.getuid(), 0
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and entry.stat().st_uid == uid:
+                count += len(os.listdir(entry / "task"))
+        except OSError:
+            continue
+    return count
+
+
+def hand_over(box: Path) -> None:
+    """Make ``box`` the kernel's: owned by nobody when the grader is root (the launcher drops to it)."""
+    if os.getuid() != 0:
+        return
+    for path in [box, *box.rglob("*")]:
+        os.chown(path, NOBODY, NOBODY, follow_symlinks=False)
