@@ -180,6 +180,23 @@ def test_deepep_formats_take_a_quarter_off_the_ratio():
     assert pl.rack_boundary_ratio(1, 8, 18, 72, 1, 2, 1) == pytest.approx(1.5 * gb, rel=REL)
 
 
+def test_crossing_margin_by_hand_one_deepseek_layer_on_a_gb200():
+    # DeepSeek-V3: 37.6e9 active parameters over 61 layers, d_model 7,168 (config.json); a GB200 at
+    # 5 PFLOP/s FP8 dense, 400 Gb/s = 50 GB/s per direction on its ConnectX-7. Per token, training:
+    # 6 x 37.55e9 / 61 FLOPs at 40% of 5e15 = 1.85 us; crossing 2 x 7,168 x 2 B / 50e9 = 0.573 us.
+    ds = models.get("deepseek-v3")
+    compute = 6 * ds.active_params / 61 / (0.4 * 5e15)
+    crossing = 2 * 7168 * 2 / 50e9
+    assert compute == pytest.approx(1.85e-6, rel=0.01) and crossing == pytest.approx(0.573e-6, rel=0.01)
+    margin = pl.crossing_margin("deepseek-v3", "gb200-nvl72", 1, "fp8")
+    assert margin == pytest.approx(compute / crossing, rel=REL)
+    # above 1 although the rack test fails at one layer: the two tests ask different things
+    assert margin > 3 and pl.rack_boundary("deepseek-v3", "gb200-nvl72", 72).min_layers == 2
+    # linear in the layers, halved by a peak twice as high (BF16 -> FP8)
+    assert pl.crossing_margin("deepseek-v3", "gb200-nvl72", 4, "fp8") == pytest.approx(4 * margin, rel=REL)
+    assert pl.crossing_margin("deepseek-v3", "gb200-nvl72", 1, "bf16") == pytest.approx(2 * margin, rel=REL)
+
+
 def test_rack_test_prices_switched_domains_with_experts_over_every_chip():
     rows = pl.rack_test()
     names = [r.system for r in rows]
@@ -317,6 +334,9 @@ BAD_CALLS = [
     ("dispatch_bytes", lambda: pl.rack_boundary_ratio(1, 8, 8, 8, dispatch_bytes=0)),
     ("combine_bytes", lambda: pl.rack_boundary("deepseek-v3", "gb200-nvl72", combine_bytes=-1)),
     ("boundary_bytes", lambda: pl.min_layers_per_stage(8, 8, boundary_bytes=0)),
+    ("layers_per_stage", lambda: pl.crossing_margin("deepseek-v3", "gb200-nvl72", 0)),
+    ("layers_per_stage", lambda: pl.crossing_margin("deepseek-v3", "gb200-nvl72", 62)),
+    ("mfu", lambda: pl.crossing_margin("deepseek-v3", "gb200-nvl72", 1, mfu=1.5)),
     ("layout", lambda: pl.published_tokens_per_chip("llama-3.1-405b-8k-8192")),
     ("layout", lambda: pl.published_tokens_per_chip("gpt-5")),
     ("experts_per_token", lambda: pl.min_layers_per_stage(0, 8)),

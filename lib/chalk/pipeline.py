@@ -543,7 +543,8 @@ def _check_ep(expert_parallel):
 
 def min_layers_per_stage(experts_per_token, bandwidth_ratio, expert_parallel=None,
                          dispatch_bytes=BF16, combine_bytes=BF16, boundary_bytes=BF16) -> int:
-    """Fewest whole MoE layers per stage that keep scale-out off the critical path."""
+    """Fewest whole MoE layers per stage that pass the rack test (the crossing no slower than the
+    stage's all-to-all); ``crossing_margin`` weighs the crossing against the compute instead."""
     # The ratio is linear in the layers: the fewest is 1 / (the ratio at one layer), rounded up.
     one = rack_boundary_ratio(1, experts_per_token, bandwidth_ratio, expert_parallel,
                               dispatch_bytes, combine_bytes, boundary_bytes)
@@ -737,6 +738,44 @@ def published_tokens_per_chip(layout: str) -> float:
         raise ChalkError(f"layout: {layout!r} prints no batch; known with one: "
                          f"{', '.join(n for n in layouts.names() if 'batch_sequences' in layouts.get(n))}")
     return lay["batch_sequences"] * lay["seq_len"] / lay["chips"]
+
+
+# --- the crossing against the stage's compute ---------------------------------------------------
+stage_compute = 6 * N_act * L_stage / (n_layers * u_mfu * F)
+"""Training compute of one token on a stage of L_stage layers, on one chip (F: that chip's peak):
+the average layer's share of the active parameters, 6 FLOPs each (forward and backward)."""
+stage_crossing = 2 * d_model * b_act / W_out
+"""The same token's boundary crossing in training: its activation forward and its gradient back,
+each over the chip's own network card."""
+
+
+@_derived
+def _CROSSING_MARGIN():
+    """A training stage's compute over its boundary crossing, per token and chip:
+    3 N_act L_stage W_out / (n_layers MFU F d_model b_act). Above 1 the crossing can hide behind the
+    compute whatever the rack test says; the rack test asks more, that it hide behind the all-to-all."""
+    return sp.simplify(stage_compute / stage_crossing)
+
+
+def crossing_margin(model, system, layers_per_stage: float = 1, dtype: str = "bf16",
+                    mfu: float = DEFAULT_MFU, act_bytes: float = BF16) -> float:
+    """How many times longer a training stage of ``layers_per_stage`` layers computes than its
+    boundary crossing takes, per token on one chip of ``system`` at ``mfu`` of its ``dtype`` peak.
+
+    The rack test compares the crossing with the stage's all-to-all only; this compares it with
+    the compute that a pipelined step overlaps it with (each layer the average share of the
+    active parameters and attention's score FLOPs left out: a lower bound)."""
+    mdl = model if isinstance(model, _models.Model) else _models.get(model)
+    chip = (system if isinstance(system, _systems.System) else _systems.get(system)).chip
+    positive("layers_per_stage", layers_per_stage)
+    in_range("layers_per_stage", layers_per_stage, 0, mdl.n_layers)
+    in_range("mfu", mfu, 0, 1)
+    positive("mfu", mfu)
+    positive("act_bytes", act_bytes)
+    values = {N_act: mdl.active_params, n_layers: mdl.n_layers, L_stage: layers_per_stage,
+              u_mfu: mfu, F: chip.flops(dtype), W_out: chip.scale_out_bandwidth,
+              d_model: mdl.d_model, b_act: act_bytes}
+    return float(_CROSSING_MARGIN().subs(values))
 
 
 def data_parallel_degree(chips: int, tensor: int = 1, context: int = 1, pipeline: int = 1) -> int:

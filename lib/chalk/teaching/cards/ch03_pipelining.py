@@ -56,6 +56,7 @@ VALUES: dict[str, Callable[[], str]] = {
     "pp_nvl72_one_layer": lambda: f"{_nvl72().ratio_one_layer:.2f}",
     "pp_nvl72_min_layers": lambda: f"{_nvl72().min_layers}",
     "pp_nvl72_fp8": lambda: f"{_nvl72_fp8().ratio_one_layer:.2f}",
+    "pp_margin_fp8": lambda: f"{pipeline.crossing_margin(_DS, _NVL72, 1, 'fp8', pipeline.DEFAULT_MFU):.1f}",
     "pp_ds_dff": lambda: f"{models.get(_DS).moe['d_ff_expert']:,}",
     "pp_dff_ratio": lambda: f"{_dff_ratio():.0f}",
     "pp_llama_tp": lambda: f"{layouts.get('llama-3.1-405b-8k-8192')['tensor']:.0f}",
