@@ -25,6 +25,16 @@ def test_one_layer_box_quotes_the_tables_rows():
     assert f"{sum(rb.min_layers > 1 for rb in fp8.values())} with FP8 dispatch" in text
 
 
+def test_one_layer_box_weighs_the_crossing_against_compute_by_hand():
+    # the lecture's conclusion survives: one DeepSeek-V3 layer (37.55e9 active / 61 layers) trains at
+    # 6 x 6.16e8 FLOPs per token, 1.85 us at 40% of a GB200's 5 PFLOP/s FP8; its crossing, activation
+    # forward and gradient back in BF16, is 2 x 7,168 x 2 B over 50 GB/s = 0.573 us: 3.2 times
+    text = corrections.get("one-layer-stages").corrected()
+    assert f"{(6 * 37.55e9 / 61 / (0.4 * 5e15)) / (2 * 7168 * 2 / 50e9):.1f}" == "3.2"
+    assert "compute, 3.2 times as long" in text
+    assert cards.VALUES["pp_margin_fp8"]() == "3.2"
+
+
 def test_card_quotes_the_same_row_as_the_box():
     nvl = next(rb for rb in pipeline.rack_test("deepseek-v3") if rb.system == "gb200-nvl72")
     assert cards.VALUES["pp_nvl72_one_layer"]() == f"{nvl.ratio_one_layer:.2f}"
