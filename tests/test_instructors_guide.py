@@ -96,7 +96,7 @@ def ran(scratch, built_site):
         manual = re.search(r"MANUAL=(\S+)", command)
         if manual and (scratch / manual.group(1)).is_file():
             mark(scratch / manual.group(1))
-        proc = subprocess.run(command, shell=True, cwd=scratch, capture_output=True, text=True, timeout=900)
+        proc = subprocess.run(command, shell=True, cwd=scratch, capture_output=True, text=True, timeout=3600)  # a hang, not a loaded machine
         results[command] = (proc.returncode, (proc.stdout + proc.stderr)[-3000:], files(scratch / "_build"))
         if page is None and (scratch / CLASS_PAGE).is_file():
             page = (scratch / CLASS_PAGE).read_text()
