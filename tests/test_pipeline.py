@@ -197,6 +197,15 @@ def test_crossing_margin_by_hand_one_deepseek_layer_on_a_gb200():
     assert pl.crossing_margin("deepseek-v3", "gb200-nvl72", 1, "bf16") == pytest.approx(2 * margin, rel=REL)
 
 
+def test_hop_over_forward_by_hand_a_deepseek_stage_of_sixteen():
+    # 61 layers in 16 stages on GB200s at 40% of FP8 peak: one activation, 7,168 x 2 B over 50 GB/s,
+    # is 0.287 us per token; the stage's forward, 2 x 37.55e9 / 16 FLOPs at 2e15 FLOP/s, is 2.35 us
+    ds = models.get("deepseek-v3")
+    by_hand = (7168 * 2 / 50e9) / (2 * ds.active_params / 16 / (0.4 * 5e15))
+    assert by_hand == pytest.approx(0.122, rel=0.01)
+    assert pl.hop_over_forward("deepseek-v3", "gb200-nvl72", 61 / 16, "fp8") == pytest.approx(by_hand, rel=REL)
+
+
 def test_rack_test_prices_switched_domains_with_experts_over_every_chip():
     rows = pl.rack_test()
     names = [r.system for r in rows]

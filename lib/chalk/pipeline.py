@@ -757,6 +757,19 @@ def _CROSSING_MARGIN():
     return sp.simplify(stage_compute / stage_crossing)
 
 
+def _stage_values(model, system, layers_per_stage, dtype, mfu, act_bytes) -> dict:
+    mdl = model if isinstance(model, _models.Model) else _models.get(model)
+    chip = (system if isinstance(system, _systems.System) else _systems.get(system)).chip
+    positive("layers_per_stage", layers_per_stage)
+    in_range("layers_per_stage", layers_per_stage, 0, mdl.n_layers)
+    in_range("mfu", mfu, 0, 1)
+    positive("mfu", mfu)
+    positive("act_bytes", act_bytes)
+    return {N_act: mdl.active_params, n_layers: mdl.n_layers, L_stage: layers_per_stage,
+            u_mfu: mfu, F: chip.flops(dtype), W_out: chip.scale_out_bandwidth,
+            d_model: mdl.d_model, b_act: act_bytes}
+
+
 def crossing_margin(model, system, layers_per_stage: float = 1, dtype: str = "bf16",
                     mfu: float = DEFAULT_MFU, act_bytes: float = BF16) -> float:
     """How many times longer a training stage of ``layers_per_stage`` layers computes than its
@@ -765,17 +778,23 @@ def crossing_margin(model, system, layers_per_stage: float = 1, dtype: str = "bf
     The rack test compares the crossing with the stage's all-to-all only; this compares it with
     the compute that a pipelined step overlaps it with (each layer the average share of the
     active parameters and attention's score FLOPs left out: a lower bound)."""
-    mdl = model if isinstance(model, _models.Model) else _models.get(model)
-    chip = (system if isinstance(system, _systems.System) else _systems.get(system)).chip
-    positive("layers_per_stage", layers_per_stage)
-    in_range("layers_per_stage", layers_per_stage, 0, mdl.n_layers)
-    in_range("mfu", mfu, 0, 1)
-    positive("mfu", mfu)
-    positive("act_bytes", act_bytes)
-    values = {N_act: mdl.active_params, n_layers: mdl.n_layers, L_stage: layers_per_stage,
-              u_mfu: mfu, F: chip.flops(dtype), W_out: chip.scale_out_bandwidth,
-              d_model: mdl.d_model, b_act: act_bytes}
+    values = _stage_values(model, system, layers_per_stage, dtype, mfu, act_bytes)
     return float(_CROSSING_MARGIN().subs(values))
+
+
+@_derived
+def _HOP_OVER_FORWARD():
+    """The bandwidth part of t_hop / t_F: one activation sent one way over the stage's forward
+    compute (a third of the training compute), per token: (3/2) / the crossing margin."""
+    return sp.simplify((stage_crossing / 2) / (stage_compute / 3))
+
+
+def hop_over_forward(model, system, layers_per_stage: float, dtype: str = "bf16",
+                     mfu: float = DEFAULT_MFU, act_bytes: float = BF16) -> float:
+    """A stage boundary's transfer time over the stage's forward time, t_hop / t_F, when the send
+    is not overlapped (as on the fill's critical path) and the hop's fixed latency is left out."""
+    values = _stage_values(model, system, layers_per_stage, dtype, mfu, act_bytes)
+    return float(_HOP_OVER_FORWARD().subs(values))
 
 
 def data_parallel_degree(chips: int, tensor: int = 1, context: int = 1, pipeline: int = 1) -> int:
