@@ -112,6 +112,35 @@ def bench_cli(runs: int = 5) -> dict:
     return results
 
 
+GRADED = 40
+"""Notebooks in the grading step's batch: the instructor's problem sets, in turn, as submissions."""
+CLASS = 500
+"""The class issue 28 sizes the grader for: its batch time is projected from the step's."""
+
+
+def bench_grading(count: int = GRADED) -> dict:
+    """Wall time of grading a generated batch of ``count`` notebooks (every problem set in turn,
+    answered as the instructor's edition answers it) with the grader's two workers, each in its
+    sandbox; the median notebook's own seconds, and the batch time projected to ``CLASS``."""
+    import tempfile
+
+    from chalk.teaching import grading
+    from chalk.teaching.edition import problem_sets
+    sets = problem_sets(ROOT)
+    with tempfile.TemporaryDirectory(prefix="chalk-bench-grading-") as tmp:
+        folder = Path(tmp) / "in"
+        folder.mkdir()
+        for n in range(count):
+            shutil.copyfile(sets[n % len(sets)], folder / f"student{n:03d}_{sets[n % len(sets)].name}")
+        start = time.perf_counter()
+        batch = grading.grade(folder, Path(tmp) / "out", workers=2)
+        seconds = time.perf_counter() - start
+    ok = sum(r.status == "ok" for r in batch.rows)
+    return {"grading_batch_s": round(seconds, 1), "grading_notebooks": count, "grading_ok": ok,
+            "grading_notebook_median_s": round(statistics.median(r.seconds for r in batch.rows), 2),
+            f"grading_{CLASS}_projected_s": round(seconds / count * CLASS)}
+
+
 def _timed(command: list[str], name: str) -> tuple[float, str]:
     """(seconds `command` took, "" or the tail of its log if it failed); the log is _build/bench-<name>.log."""
     log = OUT.with_name(f"bench-{name}.log")
@@ -179,7 +208,7 @@ def _load(browser, site: Path, rel: str) -> tuple[dict, list]:
 
 
 BENCHMARKS = {"widget": bench_widget, "cli": bench_cli, "roofline": bench_roofline, "build": bench_build,
-              "class_site": bench_class_site, "pages": bench_pages, "test": bench_test}
+              "class_site": bench_class_site, "pages": bench_pages, "grading": bench_grading, "test": bench_test}
 
 
 def budgets() -> dict[str, float]:
