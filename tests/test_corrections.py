@@ -125,6 +125,14 @@ def test_weights_every_batch_shares_and_the_b1_cost_ratio():
     # = 295.34 x 671.03 / 37.55 = 5,278.
     assert round(H100_R) in values
     assert any(n == pytest.approx(H100_R * V3_NTOT / V3_NACT, rel=1e-3) for n in values)
+    # In weight reads only: on 72 GB200s (5 PFLOP/s dense FP8, 8 TB/s each) a lone token's 37.55e9
+    # one-byte weights take 0.0652 ms and its matmuls 2 x 37.55e9 / 3.6e17 s = 0.2086 us, while its
+    # 58 MoE layers' dispatch and combine calls take 1.693 ms (test_lone_token_floor_is_the_alltoall_latency):
+    # (0.0652 + 1.693) / 0.0002086 = 8,430 times its compute-bound cost, printed to two digits.
+    lone_ms, matmul_ms = 37.55e9 / (72 * 8e12) * 1e3, 2 * 37.55e9 / (72 * 5e15) * 1e3
+    calls_ms = 58 * 2 * (186.33 - 7.569e6 * (347.67 - 186.33) / (14.680e6 - 7.569e6)) * 1e-3
+    assert (lone_ms + calls_ms) / matmul_ms == pytest.approx(8_430, rel=0.01)
+    assert 8_400 in values
 
 
 def test_slow_mode_lists_the_published_discounts():

@@ -148,7 +148,7 @@ GB200_R_FP8 = 5e15 / 8e12
 @pytest.mark.parametrize("attention, cache, f_over_f_att, kv_bytes, issue_figure", [
     ("bf16", "bf16", 2, V3_KV, 7_556),        # the chapter's default: FP8 weights, BF16 attention
     ("fp8", "bf16", 1, V3_KV, 2_800),         # FP8 attention kernels (FlashAttention-3)
-    ("fp8", "fp8", 1, V3_KV / 2, 15_000),     # FlashMLA's FP8-cache decode
+    ("fp8", "fp8", 1, V3_KV / 2, 15_000),     # FP8 attention over an FP8 cache
 ])
 def test_fp8_attention_moves_deepseek_v3_balance_context_on_gb200(attention, cache, f_over_f_att, kv_bytes,
                                                                   issue_figure):

@@ -426,7 +426,8 @@ def balance_context_for(chip, model, dtype="bf16", kv_bytes_per_element=2, *, at
     """L* = 2 N_act / (r b_kv - f_att F/F_att) in tokens; ``inf`` when there is none.
 
     ``attention_dtype`` is the attention kernels' number format (``replica``: BF16 by default);
-    FP8 attention (FlashAttention-3, FlashMLA's FP8-cache decode) doubles F_att and so lowers L*.
+    FP8 attention (FlashAttention-3) doubles F_att and so lowers L*; FlashMLA's FP8-cache decode
+    dequantises to BF16, so it is BF16 attention over an FP8 cache (``kv_bytes_per_element=1``).
     ``clock`` (sustained over nominal FLOP rate, in (0, 1]) and ``query_tokens`` (tokens per
     sequence per step, >= 1) are ``Replica.balance_context``'s."""
     rep = replica(chip, model, dtype, 1, kv_bytes_per_element, attention_dtype)

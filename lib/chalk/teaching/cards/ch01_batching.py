@@ -93,6 +93,8 @@ VALUES: dict[str, Callable[[], str]] = {
     "drain_gb200_ms": lambda: f"{hardware.get('GB200').drain_time * 1e3:.0f}",
     "floor_v3_nvl72_ms": lambda: f"{_nvl72_ms(1):.3f}",
     "alltoall_calls_v3_nvl72_ms": lambda: f"{_nvl72_alltoall_calls_ms():.1f}",
+    "lone_token_v3_nvl72": lambda: _sig2((_nvl72_ms(1, "t_weights") + _nvl72_alltoall_calls_ms())
+                                         / _nvl72_ms(1, "t_compute")),
     "v3_moe_layers": lambda: f"{models.get(V3).n_moe_layers}",
     "fast_shrink": lambda: f"{(lambda normal, fast: normal / fast)(*roofline.fast_mode(ch01.FAST_SPEED, ch01.FAST_PRICE)):.0f}",
     "fast_price": lambda: f"{ch01.FAST_PRICE:g}",
