@@ -316,7 +316,8 @@ def _attention_in_decode() -> str:
             "The figure is fragile: $r\\,b_\\text{kv} - f_\\text{att}$ subtracts two close numbers, so the "
             "attention kernels' number format moves $L^\\star$ most: on a GB200 serving FP8 weights it is "
             f"{sig(gb200[('bf16', 'bf16')], 3)} tokens with BF16 attention, {sig(gb200[('fp8', 'bf16')], 3)} with FP8 "
-            f"attention and {sig(gb200[('fp8', 'fp8')], 3)} with an FP8 cache as well.")
+            f"attention and {sig(gb200[('fp8', 'fp8')], 3)} with an FP8 cache as well; over an FP8 cache attended "
+            "in BF16, as DeepSeek's own FP8-cache kernel does, there is none.")
 
 
 def _weights_every_batch() -> str:
@@ -325,11 +326,18 @@ def _weights_every_batch() -> str:
     n = v3.moe["n_routed_experts"]
     shares = ", ".join(f"{100 * moe.expected_experts_touched(v3, b) / n:.0f}% at $B$ = {b}" for b in (1, 32, 100))
     r = hardware.get("H100-SXM").intensity("bf16")
+    # A lone token on a rack also waits for each MoE layer's dispatch and combine calls.
+    rack = roofline.replica("GB200", v3, "fp8", hardware.get("GB200").scale_up_domain).params(0)
+    calls = v3.n_moe_layers * moe.layer_times(v3, "gb200-nvl72", 1, "fp8", links="measured").fixed
+    dearer = (float(roofline.numeric["t_weights"](1, 0, *rack)) + calls) / float(roofline.numeric["t_compute"](1, 0, *rack))
     return (f"Only a large batch reads every expert. With uniform routing a step touches "
             f"$n_\\text{{exp}}(1-(1-k/n_\\text{{exp}})^B)$ of each layer's routed experts: for DeepSeek-V3 {shares}. "
             f"So a lone token costs $r\\,b_w/2$ times its compute-bound cost ({r:.0f} on an H100 in BF16), the same "
             f"for dense and sparse models, not $B^\\star = r\\,b_w\\,s/2$ "
-            f"({roofline.balance_batch('H100-SXM', v3, 'bf16'):,.0f}) times.")
+            f"({roofline.balance_batch('H100-SXM', v3, 'bf16'):,.0f}) times. That counts weight reads only: on a "
+            f"GB200 NVL72 a lone token also waits for its {v3.n_moe_layers} MoE layers' all-to-all calls, which raise the "
+            f"multiple to about {sig(dearer)} (at the fixed cost per call measured over InfiniBand, an upper "
+            "estimate on NVLink): for an MoE on a rack, latency makes an unbatched token dear.")
 
 
 def _slow_mode() -> str:
