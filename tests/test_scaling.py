@@ -69,6 +69,26 @@ def test_heuristic_penalty_free_of_a_and_b_and_at_least_one(p_, q_, a_, b_):
     assert scaling.heuristic_penalty(p_, q_) >= 1 - 1e-12
 
 
+@given(st.floats(0.05, 3), st.floats(0.05, 3), st.floats(1e-3, 1e3), st.floats(1e-3, 1e3))
+def test_heuristic_place_against_a_bisection_whatever_a_and_b(p_, q_, a_, b_):
+    # The minimum by bisection on df/dlog x = p a x^p - q b x^-q (a grid's argmin is too coarse where
+    # the minimum is flat), the equal-terms point by hand: a x^p = b x^-q.
+    lo, hi = -200.0, 200.0  # the derivative rises with log x: bisect its sign change
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if p_ * a_ * np.exp(p_ * mid) < q_ * b_ * np.exp(-q_ * mid) else (lo, mid)
+    log_x_min = (lo + hi) / 2
+    x_eq = (b_ / a_) ** (1 / (p_ + q_))
+    assert scaling.heuristic_place(p_, q_) == pytest.approx(x_eq / np.exp(log_x_min), rel=1e-9)
+
+
+def test_heuristic_place_at_chinchilla_exponents():
+    # Hoffmann et al.'s alpha = 0.3392, beta = 0.2849 by hand: (beta/alpha)^(1/(alpha+beta)) = 0.7561.
+    assert scaling.heuristic_place(0.2849, 0.3392) == pytest.approx((0.2849 / 0.3392) ** (1 / 0.6241), rel=1e-12)
+    assert scaling.heuristic_place(0.2849, 0.3392) == pytest.approx(0.7561, abs=1e-4)
+    assert scaling.heuristic_place(1.0, 1.0) == 1.0
+
+
 # --- closed forms against brute force -----------------------------------------------------------
 @pytest.mark.parametrize("fit", FIT_NAMES)
 @pytest.mark.parametrize("budget", [1e19, 5.76e23, 1e27])
@@ -211,6 +231,7 @@ def test_catalog_overtraining_uses_active_parameters():
     (lambda: scaling.served_tokens(5e7, float("nan")), "days"),
     (lambda: scaling.overtraining_ratio(1e11, 1e13, tokens_per_param=0), "tokens_per_param"),
     (lambda: scaling.heuristic_penalty(0, 1), "p_rise"),
+    (lambda: scaling.heuristic_place(1, -1), "q_fall"),
     (lambda: scaling.catalog_overtraining(fit="x"), "fit"),
 ])
 def test_bad_input_names_the_parameter(call, param):

@@ -281,6 +281,11 @@ def __penalty():
     return sp.lambdify((p, q), _heuristic_penalty_expr())
 
 
+@_derived
+def __place():
+    return sp.lambdify((p, q), sp.simplify(_tidy((_heuristic_x_equal() / _heuristic_x_min()).subs({a: 1, b: 1}))))
+
+
 FIT_ENVELOPE = {"N": (1e6, 1e14), "D": (1e8, 1e15), "C": (1e15, 1e30)}
 """Parameters, tokens and FLOPs within a few orders of magnitude of the data every catalog fit was
 made on (Hoffmann et al.: 70M to 16B parameters, 5B to 500B tokens). Outside it a fit's number is
@@ -581,6 +586,15 @@ def heuristic_penalty(p_rise, q_fall):
     positive("p_rise", p_rise)
     positive("q_fall", q_fall)
     return _scalar_or_array(__penalty()(np.asarray(p_rise, float), np.asarray(q_fall, float)))
+
+
+def heuristic_place(p_rise, q_fall):
+    """Where the equal-cost guess lands: x where the terms are equal over x at the minimum of
+    f = a x^p + b x^-q, (p/q)^(1/(p+q)) whatever a and b. A flat minimum keeps the penalty small
+    while this ratio, and any ratio of places such as tokens per parameter, can be well off."""
+    positive("p_rise", p_rise)
+    positive("q_fall", q_fall)
+    return _scalar_or_array(__place()(np.asarray(p_rise, float), np.asarray(q_fall, float)))
 
 
 class Overtraining(NamedTuple):

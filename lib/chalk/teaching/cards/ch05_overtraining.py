@@ -52,6 +52,11 @@ def _mix() -> scaling.ServedMix:
 
 _FIT = {f: scaling.get_fit(f) for f in ("hoffmann", "epoch")}
 
+
+def _place() -> float:
+    """The equal-terms model over the compute-optimal one on Hoffmann's iso-FLOP line."""
+    return scaling.heuristic_place(_FIT["hoffmann"].beta, _FIT["hoffmann"].alpha)
+
 VALUES: dict[str, Callable[[], str]] = {
     "ot_fwd": lambda: f"{_per_param_token(scaling.forward_flops):g}",
     "ot_bwd": lambda: f"{_per_param_token(scaling.backward_flops):g}",
@@ -65,6 +70,9 @@ VALUES: dict[str, Callable[[], str]] = {
     "ot_gopher_tpp_hoff": lambda: f"{_tpp('hoffmann'):.0f}",
     "ot_gopher_tpp_epoch": lambda: f"{_tpp('epoch'):.0f}",
     "ot_penalty_13": lambda: f"{100 * (scaling.heuristic_penalty(1, 3) - 1):.0f}",
+    "ot_penalty_chin": lambda: f"{100 * (scaling.heuristic_penalty(_FIT['hoffmann'].beta, _FIT['hoffmann'].alpha) - 1):.2f}",
+    "ot_place_n": lambda: f"{100 * (1 - _place()):.0f}",
+    "ot_place_tpp": lambda: f"{_place() ** -2:.2f}",
     "ot_split_rl": lambda: f"{scaling.token_split()[0]:g}",
     "ot_split_inf": lambda: f"{scaling.token_split()[1]:g}",
     "ot_board_split": lambda: f"{float(scaling.split_rl.subs({kappa: LECTURE['rl_flops_per_param_token'], eta_RL: LECTURE['rl_inefficiency']})):.2g}",
@@ -88,6 +96,7 @@ VALUES: dict[str, Callable[[], str]] = {
     "ot_life_n_h": lambda: f"{_life('hoffmann')['N'] / 1e9:.0f}",
     "ot_life_d_h": lambda: f"{_life('hoffmann')['D_pre'] / 1e12:.0f}",
     "ot_life_ratio_e": lambda: f"{_life_ratio('epoch'):.0f}",
+    "ot_life_ratio_h": lambda: f"{_life_ratio('hoffmann'):.0f}",
     "ot_mix_ineff": lambda: f"{_mix().inefficiency:.2f}",
     "ot_mix_ratio": lambda: f"{overtraining.lecture_tokens(inference_inefficiency=_mix().inefficiency)['ratio']:.0f}",
     "ot_fifty_ratio": lambda: f"{overtraining.lecture_tokens(shares=(1, 1, 2))['ratio']:.0f}",
