@@ -14,9 +14,9 @@ from chalk.catalog import reference
 
 HEAVY = ("sympy", "matplotlib", "ipywidgets")
 
-# `list deployments` draws on chalk.moe (experts per GPU, domain sizes) and `list models` evaluates
-# the SymPy parameter formulas: both still load SymPy, and so does `list` (all sets).
-NEEDS_SYMPY = {"deployments", "models"}
+# `list deployments` draws on chalk.moe (experts per GPU, domain sizes), whose formulas are SymPy's;
+# `list models` evaluates the catalog's formulas through model_numeric and needs none.
+NEEDS_SYMPY = {"deployments"}
 LIST_SETS = [name for name in reference.LISTS if name not in NEEDS_SYMPY]
 
 

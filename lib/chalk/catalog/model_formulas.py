@@ -105,3 +105,57 @@ C_forward = 2N + 2 n_layer n_ctx d_attn."""
 
 TRAINING_FLOPS = 6 * N_act * D
 """Training compute: forward (2) plus backward (4) FLOPs per active weight per token."""
+
+
+# --- the numeric forms -------------------------------------------------------------------------
+NUMERIC = {"ATTENTION_PARAMS": ATTENTION_PARAMS, "RELATIVE_POSITION_PARAMS": RELATIVE_POSITION_PARAMS,
+           "KV_PROJECTION_PARAMS": KV_PROJECTION_PARAMS, "FFN_PARAMS": FFN_PARAMS,
+           "EMBEDDING_PARAMS": EMBEDDING_PARAMS, "SSM_PARAMS": SSM_PARAMS, "KV_BYTES_LONG": KV_BYTES_LONG,
+           "KV_BYTES_WINDOWED": KV_BYTES_WINDOWED, "KV_BYTES_CONTEXT": KV_BYTES_CONTEXT,
+           "ATTENTION_LONG": ATTENTION_LONG, "ATTENTION_WINDOWED": ATTENTION_WINDOWED,
+           "FORWARD_FLOPS_PER_TOKEN": FORWARD_FLOPS_PER_TOKEN, "TRAINING_FLOPS": TRAINING_FLOPS}
+"""The formulas ``chalk.models`` evaluates for a catalog entry, written out as Python functions in
+``model_numeric.py`` (``numeric_source``) so that evaluating them needs no SymPy."""
+
+
+def numeric_source() -> str:
+    """The text of ``model_numeric.py``: every formula of ``NUMERIC`` as a function whose arguments
+    are its symbols' names in this module (``d_model``, ``n_kv``; ``Min`` as NumPy's ``minimum``, so
+    a context may be an array). Keeping the file equal to this text is a test."""
+    from sympy.printing.pycode import PythonCodePrinter
+
+    names = {value: name for name, value in globals().items() if isinstance(value, sp.Symbol)}
+
+    class Printer(PythonCodePrinter):
+        def _print_Symbol(self, expr):
+            return names[expr]
+
+        def _print_Min(self, expr):
+            return f"minimum({', '.join(self._print(a) for a in expr.args)})"
+
+    printer = Printer({"fully_qualified_modules": False})
+
+    def function(expr) -> str:
+        args = ", ".join(sorted(names[s] for s in expr.free_symbols))
+        return f"lambda {args}: {printer.doprint(expr)}"
+
+    def entry(value, indent: str) -> str:
+        if isinstance(value, dict):
+            inner = "".join(f"{indent}    {key!r}: {entry(v, indent + '    ')},\n" for key, v in value.items())
+            return "{\n" + inner + indent + "}"
+        return function(value)
+
+    lines = ['"""The formulas of ``model_formulas`` as plain Python, so that a catalog entry\'s parameters,',
+             "KV-cache bytes and FLOPs are evaluated without SymPy. Written by",
+             "``python -m chalk.catalog.model_formulas``; do not edit: a test keeps it equal to the formulas.",
+             '"""', "from numpy import minimum", ""]
+    lines += [f"{name} = {entry(value, '')}" for name, value in NUMERIC.items()]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+
+    target = Path(__file__).with_name("model_numeric.py")
+    target.write_text(numeric_source(), encoding="utf-8")
+    print(f"wrote {target}")

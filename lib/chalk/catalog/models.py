@@ -24,6 +24,18 @@ def _formulas():
     return model_formulas
 
 
+def _numeric():
+    """``model_numeric``, the same formulas as plain Python: evaluating an entry needs no SymPy."""
+    from . import model_numeric
+    return model_numeric
+
+
+def _evaluate(formula, values: dict):
+    """One of ``model_numeric``'s formulas at ``values`` (by symbol name; extra names are ignored)."""
+    code = formula.__code__
+    return formula(**{name: values[name] for name in code.co_varnames[:code.co_argcount]})
+
+
 def __getattr__(name: str):
     """The formulas under their old names (``models.FFN_PARAMS``, PEP 562), imported when first read."""
     if name.startswith("__"):
@@ -117,46 +129,44 @@ class Model:
 
     # --- parameters -------------------------------------------------------------------------
     def _ffn(self, width: int) -> float:
-        f = _formulas()
-        return float(f.FFN_PARAMS.subs({f.n_mat: 3 if self.ffn_gated else 2, f.d_model: self.d_model, f.d_ff: width}))
+        return float(_numeric().FFN_PARAMS(n_mat=3 if self.ffn_gated else 2, d_model=self.d_model, d_ff=width))
 
     def _values(self) -> dict:
-        f = _formulas()
-        v = {f.d_model: self.d_model, f.d_head: self.d_head, f.n_heads: self.n_heads,
-             f.n_kv: self.n_kv_heads, f.n_layers: self.n_layers, f.n_G: self._count("G"),
-             f.n_loc: self._count("L"), f.w: self.sliding_window or 1, f.g_kv: self.kv_share}
+        """The shape, by the names the formulas' symbols have in ``model_formulas``."""
+        v = {"d_model": self.d_model, "d_head": self.d_head, "n_heads": self.n_heads,
+             "n_kv": self.n_kv_heads, "n_layers": self.n_layers, "n_G": self._count("G"),
+             "n_loc": self._count("L"), "w": self.sliding_window or 1, "g_kv": self.kv_share}
         if self.mla:
-            v |= {f.d_c: self.mla["kv_lora_rank"], f.d_cq: self.mla["q_lora_rank"],
-                  f.d_R: self.mla["rope_head_dim"]}
+            v |= {"d_c": self.mla["kv_lora_rank"], "d_cq": self.mla["q_lora_rank"],
+                  "d_R": self.mla["rope_head_dim"]}
         return v
 
     @cached_property
     def attention_params_per_layer(self) -> float:
         """One attention layer with its own KV projections."""
-        return float(_formulas().ATTENTION_PARAMS[self.attention].subs(self._values()))
+        return float(_evaluate(_numeric().ATTENTION_PARAMS[self.attention], self._values()))
 
     @cached_property
     def _attention_params(self) -> float:
-        f = _formulas()
+        n = _numeric()
         shared = self.n_attention_layers - self.n_attention_layers // self.kv_share
-        positions = float(f.RELATIVE_POSITION_PARAMS.subs(self._values())) if self.relative_positions else 0.0
+        positions = float(_evaluate(n.RELATIVE_POSITION_PARAMS, self._values())) if self.relative_positions else 0.0
         return (self.n_attention_layers * (self.attention_params_per_layer + positions)
-                - shared * float(f.KV_PROJECTION_PARAMS.subs(self._values())))
+                - shared * float(_evaluate(n.KV_PROJECTION_PARAMS, self._values())))
 
     @cached_property
     def _ssm_params(self) -> float:
         if not self.ssm:
             return 0.0
-        s, f = self.ssm, _formulas()
-        per_layer = f.SSM_PARAMS.subs({f.d_inner: s["expand"] * self.d_model, f.d_model: self.d_model,
-                                       f.d_conv: s["d_conv"], f.r_dt: s["dt_rank"], f.d_state: s["d_state"]})
+        s = self.ssm
+        per_layer = _numeric().SSM_PARAMS(d_inner=s["expand"] * self.d_model, d_model=self.d_model,
+                                          d_conv=s["d_conv"], r_dt=s["dt_rank"], d_state=s["d_state"])
         return self._count("S") * float(per_layer)
 
     @cached_property
     def embedding_params(self) -> float:
         tables = 1 if self.tied_embeddings else 2
-        f = _formulas()
-        return tables * float(f.EMBEDDING_PARAMS.subs({f.n_vocab: self.vocab, f.d_model: self.d_model}))
+        return tables * float(_numeric().EMBEDDING_PARAMS(n_vocab=self.vocab, d_model=self.d_model))
 
     def _ffn_params(self, active: bool) -> float:
         if not self.moe:
@@ -235,22 +245,14 @@ class Model:
         total = self._kv_windowed(np.asarray(context, dtype=float), bytes_per_element)
         return float(total) if np.ndim(total) == 0 else total * np.ones_like(np.asarray(context, dtype=float))
 
-    @cached_property
-    def _kv_long(self):
-        f = _formulas()
-        return f.sp.lambdify(f.b_el, f.KV_BYTES_LONG[self.attention].subs(self._values()))
+    def _kv_long(self, b_el):
+        return _evaluate(_numeric().KV_BYTES_LONG[self.attention], self._values() | {"b_el": b_el})
 
-    @cached_property
-    def _kv_context(self):
-        f = _formulas()
-        expr = f.KV_BYTES_CONTEXT[self.attention].subs(self._values())
-        return f.sp.lambdify((f.L, f.b_el), expr, modules=[{"Min": np.minimum}, "numpy"])
+    def _kv_context(self, context, b_el):
+        return _evaluate(_numeric().KV_BYTES_CONTEXT[self.attention], self._values() | {"L": context, "b_el": b_el})
 
-    @cached_property
-    def _kv_windowed(self):
-        f = _formulas()
-        expr = f.KV_BYTES_WINDOWED[self.attention].subs(self._values())
-        return f.sp.lambdify((f.L, f.b_el), expr, modules=[{"Min": np.minimum}, "numpy"])
+    def _kv_windowed(self, context, b_el):
+        return _evaluate(_numeric().KV_BYTES_WINDOWED[self.attention], self._values() | {"L": context, "b_el": b_el})
 
     # --- FLOPs ------------------------------------------------------------------------------
     @property
@@ -264,30 +266,21 @@ class Model:
         flops = self._flops(np.asarray(context, dtype=float))
         return float(flops) if np.ndim(flops) == 0 else flops
 
-    @cached_property
-    def _flops(self):
-        f = _formulas()
-        expr = f.FORWARD_FLOPS_PER_TOKEN[self.attention].subs(
-            self._values() | {f.N_act: self.active_params, f.N_emb: self.input_embedding_params})
-        return f.sp.lambdify(f.L, expr, modules=[{"Min": np.minimum}, "numpy"])
+    def _flops(self, context):
+        return _evaluate(_numeric().FORWARD_FLOPS_PER_TOKEN[self.attention], self._values() | {
+            "N_act": self.active_params, "N_emb": self.input_embedding_params, "L": context})
 
     def attention_flops_per_cached_token(self, phase: str = "decode") -> float:
         """f_att: attention FLOPs each further cached token adds to one new token, all layers, once
         every sliding window is full, as ``phase``'s kernels run it (``ATTENTION_PHASE_FLOPS``)."""
-        return float(_formulas().ATTENTION_LONG[_phase(phase)][self.attention].subs(self._values()))
+        return float(_evaluate(_numeric().ATTENTION_LONG[_phase(phase)][self.attention], self._values()))
 
     def attention_flops_windowed(self, context, phase: str = "decode"):
         """Attention FLOPs of one new token in the sliding-window layers at ``context``."""
         non_negative("context", context)
-        total = self._attn_windowed[_phase(phase)](np.asarray(context, dtype=float))
-        return float(total) if np.ndim(total) == 0 else total * np.ones_like(np.asarray(context, dtype=float))
-
-    @cached_property
-    def _attn_windowed(self) -> dict:
-        f = _formulas()
-        return {phase: f.sp.lambdify(f.L, by_kind[self.attention].subs(self._values()),
-                                     modules=[{"Min": np.minimum}, "numpy"])
-                for phase, by_kind in f.ATTENTION_WINDOWED.items()}
+        context = np.asarray(context, dtype=float)
+        total = _evaluate(_numeric().ATTENTION_WINDOWED[_phase(phase)][self.attention], self._values() | {"L": context})
+        return float(total) if np.ndim(total) == 0 else total * np.ones_like(context)
 
     def training_flops(self, tokens: float | None = None) -> float:
         """6 N_act D, with D the reported training tokens unless ``tokens`` is given."""
@@ -295,8 +288,7 @@ class Model:
         if tokens is None:
             raise ChalkError(f"tokens: {self.display} has no reported training tokens; pass tokens=")
         positive("tokens", tokens)
-        f = _formulas()
-        return float(f.TRAINING_FLOPS.subs({f.N_act: self.active_params, f.D: tokens}))
+        return float(_numeric().TRAINING_FLOPS(N_act=self.active_params, D=tokens))
 
 
 _ATTENTION_KINDS = ("gqa", "mla", "mha", "mqa")
