@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from chalk import ChalkError, DoesNotFit, UnknownName, calculator, hardware, models, roofline
+from chalk import ChalkError, DoesNotFit, UnknownName, calculator, hardware, models, prices, roofline
 
 
 @pytest.mark.parametrize("kwargs, words", [
@@ -81,6 +81,7 @@ def test_fast_mode_rejects_ratios_below_one():
     (hardware.get, "sxm", "'H100-SXM'"),  # a part of the name
     (hardware.get, "tpu", "one of 'TPU-v5e', 'TPU-v5p', 'TPU-v6e', 'TPU-v7'"),
     (models.get, "deepsek", "'deepseek-v3'"),  # neither: a typo, by spelling
+    (prices.get, "google/gemini-2.5-pr", "'google/gemini-2.5-pro'"),  # not its dated variant name@2026-01 too
 ])
 def test_did_you_mean_prefers_the_name_typed_short(get, typed, meant):
     with pytest.raises(UnknownName, match=f"did you mean {meant}\\?"):

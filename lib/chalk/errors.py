@@ -116,6 +116,8 @@ def unknown(kind: str, name, known, param: str = "name", plural: str | None = No
     # letters share with others; only a name that is neither is taken for a typo (deepsek).
     close = ([n for n in names if n.casefold().startswith(typed)] or [n for n in names if typed in n.casefold()]
              if typed else [])
+    if close and all(n.startswith(min(close, key=len)) for n in close):
+        close = [min(close, key=len)]  # the others are its variants (a dated price: name@2026-01)
     if not close:
         by_fold = {n.casefold(): n for n in names}
         close = [by_fold[n] for n in difflib.get_close_matches(typed, list(by_fold), n=1, cutoff=0.6)]
