@@ -221,7 +221,7 @@ EXERCISES = (
         options={
             "a": "well-conditioned: the change stays within a few times its size, as at a trainable initialisation",
             "b": "chaotic: the change grows a hundredfold or more on every seed, a real-valued avalanche whose "
-                 "gradients explode by the same factor",
+                 "gradients explode with it",
             "c": "contracting: the change shrinks layer by layer until the output ignores it",
             "d": "it depends on the seed: some of these networks are well-conditioned, others chaotic",
         },
