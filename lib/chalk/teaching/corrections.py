@@ -436,7 +436,8 @@ def _stores_almost_none() -> str:
             f"{peak[4]['reversible']:.0f} GB against {peak[4]['block']:.0f} GB, "
             f"{peak[4]['block'] / peak[4]['reversible']:.1f} times less, while the FP32 logits are materialised; "
             f"{peak[0]['block'] / peak[0]['reversible']:.1f} times with a fused loss that never holds them. "
-            f"Both are small beside the {state / 1e3:.2f} TB of weights, gradients and Adam state. The "
+            f"Per replica both are small beside the {state / 1e3:.2f} TB of weights, gradients and Adam state; "
+            "per GPU, once ZeRO shards that state over the data-parallel replicas, they need not be. The "
             "recomputation costs a third more FLOPs ($8ND$) if the inversion's work is reused, two thirds "
             "($10ND$) if not.")
 
@@ -444,7 +445,8 @@ def _stores_almost_none() -> str:
 def _random_net_cipher() -> str:
     from ..figures import revnets
     gentle, chaotic = "residual, 12 layers", "plain tanh, 24 layers"
-    return (f"Plausible at some gains, ruled out at the one training needs. Over ten seeds, 12 untrained "
+    return (f"It mixes like one at large gains, not at the gain training needs, and mixing is not security. "
+            f"Over ten seeds, 12 untrained "
             f"residual layers at gain 1 move the output {revnets.sweep_range(gentle, 1.0)} times a small "
             f"input change: proportional. At gain 4 they amplify it {revnets.sweep_range(gentle, 4.0)} times, "
             f"and a plain tanh network at gain 4 {revnets.sweep_range(chaotic, 4.0)} times over 24 layers: "
