@@ -262,25 +262,24 @@ def _rack_taxes_experts() -> str:
 
     step = [moe.decode_moe_time(model, nvl72, tokens_per_chip, "fp8", domains=d, chips=chips) for d in (1, 2)]
     star = moe.crossover_ratio(model, 2 * chips, chips)
-    rhos = moe.boundary_ratios()
     h800 = systems.get("hgx-h800")
-    above = min(r for name, r in rhos.items() if r > star)
-    below = " and ".join(systems.get(name).chip.name for name, r in rhos.items() if r <= star)
     boxes = max(d.nodes for d in moe.deployments())
     return (f"A second domain taxes an expert layer by about $\\rho$ times the share of its bytes that cross, "
-            f"and where $\\rho$ is large the tax acts as the bound. With {chips} GPUs of each of two "
+            f"and where nothing hides the tax it acts as the bound. With {chips} GPUs of each of two "
             f"{nvl72.display.split(' (')[0]} racks holding DeepSeek-V3's experts and each rack keeping "
             f"{tokens_per_chip} tokens per GPU, the all-to-all takes {slowdown(False):.1f} times as long as inside "
             f"one when every expert choice is sent on its own (DeepEP's low-latency kernels, used in decode), "
             f"{slowdown(True):.1f} times when a token crosses once per rack and is fanned out there (its normal "
-            f"kernels, for prefill and training). In decode nothing hides it: with two micro-batches of "
+            f"kernels, for prefill and training). In decode the GPUs' weight reads are too short to hide it: with two micro-batches of "
             f"{tokens_per_chip} tokens per GPU the {model.n_moe_layers} MoE layers take {1e3 * step[1]:.1f} ms per "
-            f"step on two racks against {1e3 * step[0]:.1f} ms on one, {1e3 * (step[1] - step[0]):.1f} ms more. The "
-            f"bound holds in effect wherever $\\rho$ exceeds $\\rho^\\star$ = {star:.1f}, the GPUs a token reaches "
-            f"per rack it crosses to, as it does on every system of the catalog ({above:.0f}× or more) but the "
-            f"{below}. Export rules cut the H800's NVLink to {h800.chip.scale_up_bandwidth_bidirectional / 1e9:.0f} "
-            f"GB/s both ways ($\\rho$ = {h800.scale_up_to_out:.0f}): that is why DeepSeek can spread its experts "
-            f"over up to {boxes} {h800.count}-GPU H800 boxes.")
+            f"step on two racks against {1e3 * step[0]:.1f} ms on one, {1e3 * (step[1] - step[0]):.1f} ms more. "
+            f"Prefill and training kernels pay little until $\\rho$ exceeds "
+            f"$\\rho^\\star$ = {star:.1f}, the GPUs a token reaches per rack it crosses to. DeepSeek spreads its "
+            f"experts over up to {boxes} {h800.count}-GPU H800 boxes because its model does not fit one and each GPU "
+            f"then reads one or two experts, not because export rules cut the H800's NVLink to "
+            f"{h800.chip.scale_up_bandwidth_bidirectional / 1e9:.0f} GB/s both ways ($\\rho$ = "
+            f"{h800.scale_up_to_out:.0f}): that makes the box it leaves slower, while the network card that "
+            f"carries the crossing is an H100's.")
 
 
 def _nvl_counts_dies() -> str:
@@ -637,7 +636,7 @@ REGISTRY: tuple[Correction, ...] = (
                "Hyperscalers spend about 50% of their capital expenditure on memory.", _memory_capex),
     Correction("scale-up-out", "02_moe_racks", "Scale-up against scale-out bandwidth",
                "Scale-out is about eight times slower than scale-up.", _scale_up_out),
-    Correction("rack-taxes-experts", "02_moe_racks", "One rack bounds an expert layer only where $\\rho$ is large",
+    Correction("rack-taxes-experts", "02_moe_racks", "One rack bounds an expert layer only where nothing hides the tax",
                "Across two racks about half the tokens cross the slow network, which becomes the bottleneck: "
                "one rack bounds the size of an expert layer.", _rack_taxes_experts),
     Correction("nvl-counts-dies", "02_moe_racks", "Rubin's \"500-something\" GPUs",

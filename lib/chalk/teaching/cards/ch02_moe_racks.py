@@ -42,6 +42,15 @@ def _second_rack(part: str) -> float:
     return t.communication if part == "a2a" else t.weights
 
 
+def _two_boxes(system: str) -> float:
+    """DeepSeek-V3's decode all-to-all (every choice sent on its own) over two 8-GPU boxes of ``system``
+    over one, each box keeping its tokens per GPU."""
+    chips = systems.get(system).count
+    one, two = (moe.layer_times(_DS, system, d * _TOKENS_PER_CHIP * chips, "fp8", domains=d).communication
+                for d in (1, 2))
+    return two / one
+
+
 def _h800_rho_measured() -> float:
     """NVLink over InfiniBand as the DeepSeek-V3 report measured them on H800s."""
     v3 = layouts.get(_DS)
@@ -104,7 +113,8 @@ VALUES: dict[str, Callable[[], str]] = {
     "moe_h800_rho_measured": lambda: f"{_h800_rho_measured():.1f}",
     "moe_h800_rho": lambda: f"{systems.get('hgx-h800').scale_up_to_out:.0f}",
     "moe_crossover": lambda: f"{moe.crossover_ratio(_DS, 2 * _expert_chips(), _expert_chips()):.1f}",
-    "moe_crossover_box": lambda: f"{moe.crossover_ratio(_DS, 2 * systems.get('hgx-h800').count, systems.get('hgx-h800').count):.1f}",
+    "moe_h800_two_boxes": lambda: f"{_two_boxes('hgx-h800'):.1f}",
+    "moe_h100_two_boxes": lambda: f"{_two_boxes('hgx-h100'):.1f}",
     "moe_decode_tax": lambda: f"{_second_rack('tax'):.0f}",
     "moe_two_racks_us": lambda: f"{1e6 * _second_rack('a2a'):.0f}",
     "moe_two_racks_reads_us": lambda: f"{1e6 * _second_rack('reads'):.0f}",
