@@ -109,7 +109,13 @@ BUILD_TIMEOUT_S = 3600
 of the run, and took 15 minutes on a machine loaded by other work."""
 
 
-def _build_site() -> str:
+PORT_RACE = re.compile(r"ZMQError: Address already in use[\s\S]*Kernel died before replying to kernel_info")
+"""A kernel that lost its port: jupyter_client picks a free TCP port, closes it and hands it to the
+kernel, and any process on the machine may take it in between (seen once in about 35 kernel starts
+on a heavily loaded machine). It says nothing about the course, so the build runs once more."""
+
+
+def _build_site(attempts: int = 2) -> str:
     """'ok', or the end of the build log and its warnings."""
     jb = Path(sys.executable).with_name("jupyter-book")
     try:
@@ -118,6 +124,8 @@ def _build_site() -> str:
     except subprocess.TimeoutExpired:
         return f"the site build ran past {BUILD_TIMEOUT_S} s"
     log = proc.stdout + proc.stderr
+    if proc.returncode != 0 and attempts > 1 and PORT_RACE.search(log):
+        return _build_site(attempts - 1)
     if proc.returncode != 0:
         return log[-6000:]
     # Sphinx prints "<where>: WARNING: ..."; the kernels' own "[IPKernelApp] WARNING |" notes are not build warnings.
