@@ -479,6 +479,34 @@ def test_a_disk_reload_costs_more_than_recomputing():
     assert min(pricing.hold_costs(when, "hgx-h100", wait=True).values()) == pytest.approx(rebuild, rel=1e-9)
 
 
+def test_striping_shortens_the_wait_only():
+    # A cache spread over k drives comes back at k times one drive's bandwidth, up to the 8 GPUs'
+    # 400 GB/s of NICs; rent and drain time per byte do not change.
+    gpus = 8 * 2.0 / 3600
+    held = {t.name: t for t in tiers.tiers_with_hbm("hgx-h100")}
+    disk = held["hdd-exos-x24"]
+    assert pricing.reload_wait_usd_per_byte(disk, "hgx-h100", stripes=100) == pytest.approx(gpus / 28.5e9, rel=1e-9)
+    assert pricing.reload_wait_usd_per_byte(disk, "hgx-h100", stripes=2000) == pytest.approx(gpus / 400e9, rel=1e-9)
+    assert pricing.reload_wait_usd_per_byte(held["3fs-storage-node"], "hgx-h100", stripes=10) == pytest.approx(gpus / 400e9, rel=1e-9)
+    rent = pricing.hold_costs(3600.0, "hgx-h100")
+    striped = pricing.hold_costs(3600.0, "hgx-h100", wait=True, stripes=2000)
+    assert striped["hdd-exos-x24"] - rent["hdd-exos-x24"] == pytest.approx(gpus / 400e9, rel=1e-9)
+    # With every tier's reload at the NICs' speed, the wait is one constant for all off-GPU tiers, so
+    # past host memory the envelope is rent's: flash from the rent break-even against host memory, by hand.
+    p_ddr, d_ddr = 10_000 / 1e12 / (5 * YEAR), 2e12 / 614.4e9
+    flash = held["3fs-storage-node"]
+    p_fl, d_fl = flash.usd_per_byte_second, flash.drain_time
+    by_hand = (p_fl * d_fl - p_ddr * d_ddr) / (p_ddr - p_fl)
+    _, switches = pricing.tier_envelope("hgx-h100", wait=True, stripes=2000)
+    assert [s.slower.name for s in switches] == ["ddr5-hgx-h100", "3fs-storage-node", "hdd-exos-x24"]
+    assert switches[1].hold_seconds == pytest.approx(by_hand, rel=1e-6)
+    # and a disk store striped wide enough beats recomputing for long holds, where one disk never does
+    rebuild = pricing.recompute_usd_per_byte("llama-3.1-70b", "hgx-h100", 32_768, "fp8")
+    assert pricing.hold_costs(0.0, "hgx-h100", wait=True, stripes=2000)["hdd-exos-x24"] < rebuild
+    with pytest.raises(ChalkError, match="^stripes"):
+        pricing.hold_costs(0.0, "hgx-h100", wait=True, stripes=0)
+
+
 @pytest.mark.parametrize("target", ["H100-SXM", "hgx-h100", "gb200-nvl72", "H800"])
 def test_tier_rule_with_the_wait_matches_exhaustive_comparison(target):
     first, switches = pricing.tier_envelope(target, wait=True)

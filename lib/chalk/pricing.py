@@ -734,24 +734,28 @@ def compute_bound_from(model, target, cached=0, batch=1, dtype="bf16", **kwargs)
 
 
 # --- prompt caching: the tier rule ------------------------------------------------------------
-def reload_bandwidth(tier: tiers.Tier, target="H100-SXM") -> float:
+def reload_bandwidth(tier: tiers.Tier, target="H100-SXM", stripes=1) -> float:
     """Bytes per second a cache comes back to ``target``'s GPUs from ``tier``: the slower of the
-    tier's own bandwidth and the GPUs' scale-out links; infinite for the GPUs' own HBM."""
+    bandwidth of the ``stripes`` devices it is spread over and the GPUs' scale-out links; infinite
+    for the GPUs' own HBM. Striping leaves rent and drain time per byte as they are; it shortens
+    only the wait."""
+    positive_int("stripes", stripes)
     hw = systems.system_or_chip(target, param="target")
     if tier.name == tiers.hbm_tier(target).name:
         return math.inf
-    return min(tier.bandwidth, hw.scale_out_bandwidth)
+    return min(stripes * tier.bandwidth, hw.scale_out_bandwidth)
 
 
-def reload_wait_usd_per_byte(tier: tiers.Tier, target="H100-SXM", usd_per_chip_hour=USD_PER_CHIP_HOUR) -> float:
-    """Dollars per byte of ``target``'s GPUs waiting while a cache comes back from ``tier``
-    (``reload_wait``); 0 for their own HBM, which needs no reload."""
+def reload_wait_usd_per_byte(tier: tiers.Tier, target="H100-SXM", usd_per_chip_hour=USD_PER_CHIP_HOUR,
+                             stripes=1) -> float:
+    """Dollars per byte of ``target``'s GPUs waiting while a cache comes back from ``tier``, spread
+    over ``stripes`` of its devices (``reload_wait``); 0 for their own HBM, which needs no reload."""
     positive("usd_per_chip_hour", usd_per_chip_hour)
     hw = systems.system_or_chip(target, param="target")
-    if not math.isfinite(reload_bandwidth(tier, target)):
+    if not math.isfinite(reload_bandwidth(tier, target, stripes)):
         return 0.0
     chips = hw.count if isinstance(hw, systems.System) else 1
-    return float(__reload_wait()(chips, usd_per_chip_hour, tier.bandwidth, hw.scale_out_bandwidth / chips))
+    return float(__reload_wait()(chips, usd_per_chip_hour, stripes * tier.bandwidth, hw.scale_out_bandwidth / chips))
 
 
 @dataclass(frozen=True)
@@ -768,23 +772,26 @@ class TierLine:
 
 
 def tier_lines(target="H100-SXM", usd_per_chip_hour=USD_PER_CHIP_HOUR, lifetime_years=tiers.LIFETIME_YEARS,
-               wait=False) -> list[TierLine]:
-    """Each tier beside ``target`` as a cost line; ``wait`` charges the GPUs that wait for the reload."""
+               wait=False, stripes=1) -> list[TierLine]:
+    """Each tier beside ``target`` as a cost line; ``wait`` charges the GPUs that wait for the reload
+    from ``stripes`` devices of each tier."""
     held = tiers.tiers_with_hbm(target, usd_per_chip_hour, lifetime_years)
     return [TierLine(t, t.usd_per_byte_second, t.usd_per_byte_second * t.drain_time
-                     + (reload_wait_usd_per_byte(t, target, usd_per_chip_hour) if wait else 0.0)) for t in held]
+                     + (reload_wait_usd_per_byte(t, target, usd_per_chip_hour, stripes) if wait else 0.0))
+            for t in held]
 
 
 def hold_costs(hold_seconds, target="H100-SXM", usd_per_chip_hour=USD_PER_CHIP_HOUR,
-               lifetime_years=tiers.LIFETIME_YEARS, wait=False) -> dict[str, float]:
+               lifetime_years=tiers.LIFETIME_YEARS, wait=False, stripes=1) -> dict[str, float]:
     """Dollars per byte to hold a cache for ``hold_seconds`` in each tier of ``target`` and read it
-    back once: the tier's rent, and with ``wait`` the GPUs idle while it comes back."""
+    back once: the tier's rent, and with ``wait`` the GPUs idle while it comes back from
+    ``stripes`` devices of the tier."""
     non_negative("hold_seconds", hold_seconds)
     rent = {t.name: float(__hold_cost()(t.usd_per_byte_second, hold_seconds, t.capacity, t.bandwidth))
             for t in tiers.tiers_with_hbm(target, usd_per_chip_hour, lifetime_years)}
     if not wait:
         return rent
-    return {line.tier.name: rent[line.tier.name] + reload_wait_usd_per_byte(line.tier, target, usd_per_chip_hour)
+    return {line.tier.name: rent[line.tier.name] + reload_wait_usd_per_byte(line.tier, target, usd_per_chip_hour, stripes)
             for line in tier_lines(target, usd_per_chip_hour, lifetime_years)}
 
 
@@ -805,10 +812,10 @@ def _break_even(a: TierLine, b: TierLine) -> float:
 
 
 def tier_envelope(target="H100-SXM", usd_per_chip_hour=USD_PER_CHIP_HOUR,
-                  lifetime_years=tiers.LIFETIME_YEARS, wait=False) -> tuple[tiers.Tier, list[Switch]]:
+                  lifetime_years=tiers.LIFETIME_YEARS, wait=False, stripes=1) -> tuple[tiers.Tier, list[Switch]]:
     """The rule: the cheapest tier at T = 0 and the break-even hold times at which cheaper-to-hold
     tiers take over, in order. Each step moves to the tier whose line crosses the current one first."""
-    lines = tier_lines(target, usd_per_chip_hour, lifetime_years, wait)
+    lines = tier_lines(target, usd_per_chip_hour, lifetime_years, wait, stripes)
     first = current = min(lines, key=lambda x: (x.intercept, x.slope))
     switches, now = [], 0.0
     while True:
@@ -855,13 +862,13 @@ def recompute_usd_per_byte(model, target, prompt, dtype="bf16", usd_per_chip_hou
 
 
 def rematerialise_after(model, target, prompt, dtype="bf16", usd_per_chip_hour=USD_PER_CHIP_HOUR,
-                        lifetime_years=tiers.LIFETIME_YEARS, wait=False) -> float:
+                        lifetime_years=tiers.LIFETIME_YEARS, wait=False, stripes=1) -> float:
     """Hold time beyond which recomputing the prefill costs less than holding the cache in the
     tier the rule picks: where the envelope of hold costs reaches the cost of a rebuild (0 if a
     reload alone costs more)."""
     rebuild = recompute_usd_per_byte(model, target, prompt, dtype, usd_per_chip_hour)
-    lines = {x.tier.name: x for x in tier_lines(target, usd_per_chip_hour, lifetime_years, wait)}
-    first, switches = tier_envelope(target, usd_per_chip_hour, lifetime_years, wait)
+    lines = {x.tier.name: x for x in tier_lines(target, usd_per_chip_hour, lifetime_years, wait, stripes)}
+    first, switches = tier_envelope(target, usd_per_chip_hour, lifetime_years, wait, stripes)
     segments = [(first, 0.0)] + [(s.slower, s.hold_seconds) for s in switches]
     ends = [start for _, start in segments[1:]] + [math.inf]
     for (tier, start), end in zip(segments, ends):
