@@ -231,6 +231,16 @@ def test_two_feistel_rounds_are_told_apart_and_four_are_not():
     assert rv.feistel_distinguisher(3) < 1e-3 and rv.feistel_distinguisher(4) < 1e-3
 
 
+def test_sbox_feistel_is_caught_at_five_rounds_as_four_8_bit_ciphers():
+    # The S-box round never mixes nibble positions, so the 32-bit cipher is four 8-bit Feistel ciphers
+    # side by side. A nibble whose left halves agree meets the pattern for free, one that differs about
+    # 1/16 of the time: (1/16 + 15/16 * 1/16)^4 = (31/256)^4, about 14 times a random permutation's 2^-16.
+    pairs, chance = 200_000, 2.0 ** -16
+    sbox = rv.feistel_distinguisher(5, 32, "sbox", pairs)
+    assert 5 * chance < sbox < 3 * (31 / 256) ** 4
+    assert rv.feistel_distinguisher(3, 32, "middle-square", pairs) < 5 * chance
+
+
 # --- activation memory -----------------------------------------------------------------------------
 def test_block_and_reversible_formulas_by_hand():
     assert rv.activation_bytes(4096, 1024, 24, "block", 2) == 4096 * 1024 * 24 * 2
