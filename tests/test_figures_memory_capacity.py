@@ -226,3 +226,22 @@ def test_floor_twin_says_what_its_line_leaves_out_past_the_experts(twins):
     assert moe_notes[stops.index(256)] == "" and "collectives" in moe_notes[stops.index(512)]
     dense_notes = floor["views"]["llama-3.1-405b|fp8"]["readout"]["values"]["note"]
     assert dense_notes[stops.index(1)] == "" and "all-reduces" in dense_notes[stops.index(72)]
+
+
+# DeepSeek-V3 config.json: hidden 7,168, 61 layers (3 dense, d_ff 18,432), 58 MoE layers of 256 routed
+# experts of d_ff 2,048 and one shared, vocabulary 129,280, MLA (q rank 1,536, kv rank 512, 128 heads,
+# 128 + 64 query-key and 128 value dimensions); Section 3.4.2 of its report: decode attention TP4, 64 of
+# 320 GPUs for redundant and shared experts.
+def test_deepseeks_decode_layout_reads_one_expert_and_a_quarter_of_attention_per_gpu():
+    d = 7168
+    attention = 61 * (d * 1536 + 1536 * 128 * 192 + d * (512 + 64) + 512 * 128 * 256 + 128 * 128 * d)
+    dense, head, router = 3 * 3 * d * 18432, 129280 * d, 58 * 256 * d
+    expert = 58 * 3 * d * 2048                      # one expert, every MoE layer, FP8
+    copies = dense + head + router + attention / 4  # no shared expert, no input embedding
+    h800, gb200 = 3.35e12, 8e12
+    read, copied = mc.decode_layout_read("hgx-h800", 320, 64)
+    assert abs(read - (expert + copies) / h800) / read < 0.002
+    assert abs(copied - copies / h800) / copied < 0.002
+    # On a GB200 NVL72, 256 routed experts and the shared one over 72 GPUs: 4 on the busiest.
+    read, copied = mc.decode_layout_read("gb200-nvl72", 72, 1)
+    assert abs(read - (4 * expert + copies) / gb200) / read < 0.002

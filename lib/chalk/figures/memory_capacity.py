@@ -9,6 +9,7 @@ Every number drawn or printed comes from ``chalk.memory`` (``per_chip_parts``, `
 catalog; nothing here computes a byte itself. Each static figure says what it shows (``canvas.describe``) with its
 ``*_alt`` function, from the same numbers.
 """
+import dataclasses
 import html
 import math
 from functools import lru_cache
@@ -17,7 +18,7 @@ import numpy as np
 from matplotlib.collections import PolyCollection
 
 from .. import memory as mem
-from .. import roofline
+from .. import moe, roofline
 from ..catalog import hardware, memory_data, models, systems
 from ..errors import ChalkError
 from . import explorer, twin
@@ -124,6 +125,37 @@ def hop_example_batch(attention_dtype=None) -> int:
     e = HOP_EXAMPLE
     return round(mem.crossover_at_balance(e["model"], e["system"], e["context"], e["dtype"],
                                           attention_dtype=attention_dtype).batch)
+
+
+A2A_BYTES = 1.5
+"""Bytes a value in an MoE layer's all-to-all: FP8 dispatch and BF16 combine, as DeepEP sends them."""
+
+
+def hop_example_alltoall() -> float:
+    """Seconds of one MoE layer's all-to-all (dispatch and combine) for the hop example's micro-batch
+    among one stage's chips, on Chapter 2's measured link model (fitted to DeepEP's timings)."""
+    e = HOP_EXAMPLE
+    return moe.layer_times(e["model"], e["system"], hop_example_batch(), e["dtype"], bytes_per_element=A2A_BYTES,
+                           links="measured").communication
+
+
+def decode_layout_read(system, chips, expert_slots=1, dtype="fp8") -> tuple[float, float]:
+    """(seconds for one GPU to read its weights, seconds for its copies alone) when DeepSeek-V3 is
+    served on ``chips`` chips of ``system``'s kind in DeepSeek's decode layout
+    (``memory_data.deployment("deepseek-v3-decode")``): attention split over its tensor-parallel
+    ranks, the routed experts spread with ``expert_slots`` more (the shared expert served as one more
+    expert, and redundant copies), everything else (dense layers, routers, output layer) copied on
+    every GPU (Chapter 2's ``moe.placement``). The input embedding is looked up a row per token, not
+    read. Each GPU reads its own copies every step, however many GPUs share the experts."""
+    ds, sys_ = models.get("deepseek-v3"), systems.get(system) if isinstance(system, str) else system
+    chips = int(chips)
+    b = hardware.bytes_per_weight(dtype)
+    ranks = memory_data.deployment("deepseek-v3-decode")["attention_tensor"]
+    place = moe.placement(ds, dataclasses.replace(sys_, count=chips), chips, 0, dtype, redundant=expert_slots)
+    shared = ds.moe["n_shared_experts"] * ds.n_moe_layers * moe.expert_params(ds) * b
+    copied = (place.replicated_bytes - ds.attention_params_per_layer * ds.n_layers * b * (1 - 1 / ranks) - shared
+              - ds.input_embedding_params * b)
+    return (place.expert_bytes + copied) / sys_.chip.hbm_bandwidth, copied / sys_.chip.hbm_bandwidth
 
 
 # --- the chapter's static figures ----------------------------------------------------------------

@@ -22,8 +22,9 @@ CANCEL = dict(model="llama-3.1-70b", dtype="bf16", expert_parallel=8, stages=8, 
 """``cache_per_chip_gb``: the cache per GPU of an eight-stage pipeline."""
 CROSS = dict(model="mixtral-8x7b", dtype="fp8", batch=64, context=8192)
 """``crossover_stages``: P* for Mixtral 8x7B served in FP8."""
-CEILING = dict(model="llama-3.1-405b", system="hgx-h200", context=65536)
-"""``batch_ceiling``: the largest micro-batch no number of stages lifts (usable HBM, BF16 cache)."""
+CEILING = dict(model="llama-3.1-405b", system="hgx-b200", context=65536)
+"""``batch_ceiling``: the largest micro-batch no number of stages lifts (usable HBM, BF16 cache); C E/(L b_kv)
+is 38.3, so 38 sequences fit from 76 stages on, within the model's 126 layers (an H200's 30.02 needed 1,200)."""
 SLOW_HOPS = dict(model="qwen3-235b-a22b", system="hgx-h200", dtype="fp8", batch=64, context=32768, stages=(4, 8),
                  latency=1e-3)
 """``slow_hops_cache``: the cache per GPU when a busy pipeline deepens over slow (1 ms) hops."""
@@ -76,8 +77,10 @@ def _cross(dtype=CROSS["dtype"], active=False) -> float:
     return share * memory.crossover_stages(c["model"], c["batch"], c["context"], dtype)
 
 
-def _ceiling(headroom=HEADROOM, stages=10**9) -> float:
+def _ceiling(headroom=HEADROOM, stages=None) -> float:
+    """The largest micro-batch at the deepest pipeline, one layer a stage (``stages``: another depth)."""
     c = CEILING
+    stages = models.get(c["model"]).n_layers if stages is None else stages
     return memory.max_batch(c["model"], c["system"], c["context"], "bf16", stages, headroom=headroom)
 
 
@@ -254,21 +257,19 @@ EXERCISES = (
     Choice(
         id="dense_collectives", topic="Capacity is not bandwidth: a dense model's collectives",
         options={
-            "a": "About 8 times faster: the reads fall as 1/E, and nothing else in a token's time depends on E.",
-            "b": "Less than twice as fast: the all-reduces cost the same on either layout, and on 64 GPUs they "
-                 "take longer than the read.",
-            "c": "Slower: an all-reduce over 64 GPUs costs 8 times one over 8.",
-            "d": "No faster: in decode every GPU must read the whole model whatever the tensor-parallel width.",
+            "a": "About 8 times faster.",
+            "b": "Between 2 and 4 times faster.",
+            "c": "Between 1.2 and 2 times faster.",
+            "d": "No faster, or slower.",
         },
-        answer="b",
+        answer="c",
         feedback={
-            "a": "that holds only for a layout without collectives, such as experts that need none beyond their "
-                 "all-to-all. Tensor parallelism all-reduces twice per layer, and that latency does not fall "
-                 "with E.",
-            "c": "that would hold if an all-reduce's cost grew with the GPUs; the prompt gives it a floor that "
-                 "does not, and the bytes each GPU sends in a ring, 2 (n-1)/n of the activations, barely grow.",
-            "d": "that holds for data-parallel copies, each reading the whole model. Tensor parallelism splits "
-                 "every matrix, so each GPU reads 1/E of the weights and the read does fall with E.",
+            "a": "that is the read's gain alone. Tensor parallelism all-reduces twice per layer, and the prompt's "
+                 "floor on each all-reduce does not fall with E: add them to both layouts.",
+            "b": "count two all-reduces per layer in each forward pass (after attention and after the MLP), not one.",
+            "d": "the read still falls 8-fold and the all-reduces cost the same on either layout: an all-reduce's "
+                 "floor does not grow with the GPUs, and the bytes each GPU sends in a ring, 2 (n-1)/n of the "
+                 "activations, barely grow.",
         },
         hint="a token's time is at least the read floor (memory.weight_floor with expert_parallel = E) plus "
              "2 all-reduces per layer at their stated cost; compare the two layouts' sums."),
