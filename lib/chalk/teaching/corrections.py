@@ -530,11 +530,14 @@ def _memory_capex() -> str:
 def _equal_cost() -> str:
     from .. import scaling
     fit = scaling.get_fit("hoffmann")
+    place = scaling.heuristic_place(fit.beta, fit.alpha)
     return ("For $f = a x^p + b x^{-q}$ the minimum has $p\\,a x^p = q\\,b x^{-q}$: the rising term is "
             "$q/p$ times the falling one, equal only when $p = q$. On the Chinchilla iso-FLOP line the data "
             f"term is $\\alpha/\\beta$ = {fit.alpha / fit.beta:.2f} times the parameter term (Hoffmann et al.'s "
             f"fit). The guess costs little because the minimum is flat: {100 * (scaling.heuristic_penalty(1, 3) - 1):.0f} % "
-            "above the minimum when $q = 3p$, nothing when $p = q$.")
+            "above the minimum when $q = 3p$, nothing when $p = q$. Its place is looser: on that line the "
+            f"equal-terms model is {100 * (1 - place):.0f} % smaller than the optimum, on {place ** -2:.2f} times its "
+            "tokens per parameter.")
 
 
 def _rl_coefficients() -> str:
