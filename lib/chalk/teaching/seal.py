@@ -23,15 +23,17 @@ from being read and makes finding it cost what asking the check costs; ``book/in
 states this threat model and the measured cost.
 
 Sealing pays one derivation per bucket stored (a few per exercise), so ``seal`` keeps each
-chapter's table under ``_build/seal-cache``, named by a hash of everything it is made from: the
-edition, the grader and the tests reseal a chapter only when its key changes.
+chapter's table in the user's cache (``CACHE``), named by a hash of everything it is made from:
+the edition, the grader, the tests and any copy of the repository reseal a chapter only when its
+key changes.
 """
 import hashlib
 import json
 import os
+from pathlib import Path
 
 from . import problems
-from .chapters import ROOT, chapter_modules
+from .chapters import chapter_modules
 from .exercises import (CHOICE, CHOICES, KDF, Choice, Exercise, cells, digest, problem_set, seal_entry,
                         sealed_digest, whole_cell)
 from ..errors import ChalkError
@@ -39,7 +41,8 @@ from ..errors import ChalkError
 FORMAT = 3
 """Version of the sealed table's layout (2: kinds, choices and exact integers; 3: numbers' cells
 under scrypt, ``kdf`` recorded)."""
-CACHE = ROOT / "_build" / "seal-cache"
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "chalk" / "seal"
+"""Sealed tables by content: what the wheel holds, shared by every checkout of this user's."""
 
 
 def known_problem_sets() -> list[str]:
@@ -102,7 +105,7 @@ def seal(chapter: str) -> dict:
     try:
         CACHE.mkdir(parents=True, exist_ok=True)
         for old in CACHE.glob(f"{chapter}-*.json"):
-            old.unlink()
+            old.unlink(missing_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(table), encoding="utf-8")
         tmp.replace(path)  # whole or absent, when two processes seal at once
