@@ -554,6 +554,8 @@ def readout(model, system, dtype, batch, context, stages, hop, numbers: dict) ->
     allreduce = mem.tp_allreduces(model, system, batch, dtype)
     if allreduce:
         hops += f" + {1e3 * allreduce:,.3g} ms of tensor-parallel all-reduces"
+    elif models.get(model).moe:
+        hops += " (each MoE layer's all-to-all not counted)"
     m_ = numbers["microbatches"]
     busy = (f"m = {number(m_)} micro-batches' worth in flight (P would do with instant hops)"
             if m_ > stages * 1.0005 else f"m = {stages} micro-batch{'es' if stages > 1 else ''}")
@@ -617,7 +619,7 @@ TWIN_LINK = 10e-6
 TEMPLATES = ["P = {stages}, m = {m} micro-batches' worth in flight: {0.weights} GB of weights + {0.kv} GB of "
              "cache = {0.total} GB per chip of {usable_gb} GB usable; with the lecture's hops m = {m_lecture} and "
              "{0.total_lecture} GB. Token at least {1.measured} ms ({1.lecture} ms with the lecture's hops; a dense "
-             "model's tensor-parallel all-reduces included); "
+             "model's tensor-parallel all-reduces included, an MoE's all-to-alls not); "
              "weights alone {floor_ms} ms on S = {count}",
              "!P = {stages}, m = {m}: {0.total} GB per chip does not fit in {usable_gb} GB usable (short by "
              "{short_gb} GB; {0.total_lecture} GB with the lecture's hops)"]
