@@ -458,8 +458,8 @@ t_scale_out = d_model * b_bnd / W_out
 @_derived
 def _RACK_RATIO():
     """Scale-up over scale-out time per stage, k L_stage (E-1)(b_disp + b_comb)/(E rho b_bnd): at
-    least 1 keeps the rack boundary off the critical path. d_model and the widths cancel; the
-    formats cancel only when all three are equal."""
+    least 1 the crossing is no slower than the all-to-all (``crossing_margin`` weighs it against
+    the compute). d_model and the widths cancel; the formats cancel only when all three are equal."""
     return sp.factor(sp.simplify((t_scale_up / t_scale_out).subs(W_up, rho * W_out)))
 
 
