@@ -166,8 +166,9 @@ def _flash_disk() -> str:
             "is also only a rule of thumb: holding a cache for $T$ and reading it back once costs the tier's "
             "rent $p_\\text{hold}(T + C/W)$ plus the GPUs that wait for the reload, and the cheapest tier for "
             f"an 8-GPU H100 server with its host memory, at {LECTURE['usd_per_chip_hour']:g} dollars per "
-            f"GPU-hour and drives bought outright, is: {picks}. Charged for their wait, a disk's reload costs "
-            "more than recomputing the prefill, so the lecture's disk tier never wins.")
+            f"GPU-hour and drives bought outright, is: {picks}. Charged for their wait, a reload from one disk "
+            "costs more than recomputing the prefill; only a cache striped over many disks brings the "
+            "lecture's disk tier back, for holds of hours.")
 
 
 def _sparse_attention() -> str:

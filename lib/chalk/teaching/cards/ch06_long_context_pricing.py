@@ -65,6 +65,15 @@ def _disk_prefills() -> float:
     return pricing.hold_costs(0.0, _RACK, wait=True)["hdd-exos-x24"] / rebuild
 
 
+def _striped_disk_from() -> float:
+    """Hours from which a disk holds a cache cheapest beside the chapter's server, the GPUs' wait paid,
+    when the cache is striped over enough disks to fill the GPUs' links."""
+    disk = pricing.tiers.catalog_tiers()["hdd-exos-x24"]
+    fill = -(-int(pricing.systems.system_or_chip(_RACK, param="target").scale_out_bandwidth) // int(disk.bandwidth))
+    return next(s.hold_seconds for s in pricing.tier_envelope(_RACK, wait=True, stripes=fill)[1]
+                if s.slower.name == disk.name) / 3600
+
+
 def _flat() -> list:
     """Anthropic's entries billed flat over a 1M window after its stepped beta."""
     return [p for p in prices.catalog_prices().values() if p.provider == "Anthropic" and p.long_context is None
@@ -119,6 +128,7 @@ VALUES: dict[str, Callable[[], str]] = {
     "lc_hbm_wait_s": lambda: f"{_tier_switch(True):.1f}",
     "lc_hbm_rent_ms": lambda: f"{1e3 * _tier_switch(False):.1g}",
     "lc_disk_prefills": lambda: f"{_disk_prefills():,.0f}",
+    "lc_striped_disk_h": lambda: f"{_striped_disk_from():.1f}",
     "lc_pass_crossover": lambda: f"{pricing.compute_bound_from('llama-3.1-70b', 'hgx-h100', dtype='fp8'):,}",
     "lc_beta_in": lambda: f"{prices.get('anthropic/claude-sonnet-4.5').long_context_multipliers[0]:g}",
     "lc_beta_out": lambda: f"{prices.get('anthropic/claude-sonnet-4.5').long_context_multipliers[1]:g}",

@@ -241,7 +241,7 @@ EXERCISES = (
             "b": "host memory's rent is a hundred times flash's; over six hours it costs more than the GPUs "
                  "waiting for a flash reload. It wins for holds of seconds to tens of minutes.",
             "d": "that is the rent-only rule: reading gigabytes from one disk keeps the eight GPUs idle for "
-                 "tens of seconds, dozens of prefills' worth; once they are charged, recomputing beats the disk "
+                 "tens of seconds, dozens of prefills' worth; once they are charged, recomputing beats one disk "
                  "at any hold.",
             "e": "a reload from a flash node, its waiting GPUs included, costs well under one prefill; "
                  "recomputing wins only after holds of days.",
