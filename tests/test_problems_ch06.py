@@ -11,7 +11,7 @@ import pytest
 
 from chalk import hardware, pricing, systems
 from chalk.catalog import prices
-from chalk.teaching.exercises import judge, problem_set
+from chalk.teaching.exercises import RIGHT, WRONG, judge, problem_set
 from chalk.teaching.problems import ch06_long_context_pricing as key
 
 EXERCISES = problem_set("06_long_context_pricing")
@@ -193,6 +193,29 @@ def test_hold_tier_wait_picks_flash_once_the_waiting_gpus_are_paid():
     assert EXERCISES["hold_tier_wait"].answer == "c"
 
 
+def test_hold_tier_striped_picks_the_disk_pool_once_every_reload_reaches_the_links():
+    h = key.STRIPED
+    assert h["stripes"] * 0.285e9 >= 8 * 50e9          # 2,000 disks fill the GPUs' 400 GB/s
+    # By hand: every off-GPU tier waits the same 1/(400 GB/s); rents as typed in _hold_with_wait.
+    one = _hold_with_wait(h["hold"])
+    gpus_usd_per_s = 8 * h["usd_per_chip_hour"] / 3600
+    pooled = {name: c - (0.0 if name in ("hbm", "recompute") else
+                         gpus_usd_per_s / min(w, 8 * 50e9) - gpus_usd_per_s / (8 * 50e9))
+              for (name, c), w in zip(one.items(), (None, 614.4e9, 40.3e9, 0.285e9, None))}
+    assert min(pooled, key=pooled.get) == "disk"                                          # (d)
+    assert min(one, key=one.get) == "flash"                                               # one drive each: (c)
+    assert pooled["flash"] > 1.3 * pooled["disk"] and pooled["recompute"] > 5 * pooled["disk"]   # (c), (e)
+    assert pooled["ddr5"] > 10 * pooled["recompute"] and pooled["hbm"] > 1000 * pooled["recompute"]  # (b), (a)
+    # chalk's striped costs agree with the typed ones.
+    chalk = pricing.hold_costs(h["hold"], h["target"], h["usd_per_chip_hour"], wait=True, stripes=h["stripes"])
+    for name, typed in (("hbm-hgx-h200", "hbm"), ("ddr5-hgx-h200", "ddr5"), ("3fs-storage-node", "flash"),
+                        ("hdd-exos-x24", "disk")):
+        assert math.isclose(chalk[name], pooled[typed], rel_tol=1e-6), name
+    ex = EXERCISES["hold_tier_striped"]
+    assert ex.answer == "d"
+    assert judge(ex, "d").status == RIGHT and judge(ex, "c").status == WRONG and judge(ex, "e").status == WRONG
+
+
 def test_storage_price_matches_hbm_rent_and_no_slower_tier():
     s = key.STORAGE
     price = prices.get(s["price"]).cache_storage_per_hour
@@ -254,6 +277,9 @@ def test_prompts_state_the_scenario_the_key_uses():
         "prefill_speedup_qwen": [f"`{k.PASS['model']}`", f"`{k.PASS['target']}`", f"{k.PASS['prompt']:,} tokens"],
         "hold_tier_wait": [f"`{k.HOLD['model']}`", f"`{k.HOLD['target']}`", f"{k.HOLD['usd_per_chip_hour']:g} USD",
                            "six hours", "FP8", "BF16", f"{k.HOLD['prompt']:,}-token", "8 GPUs", "400 Gb/s"],
+        "hold_tier_striped": [f"`{k.STRIPED['model']}`", f"`{k.STRIPED['target']}`",
+                              f"{k.STRIPED['usd_per_chip_hour']:g} USD", "for a day", "FP8", "BF16",
+                              f"{k.STRIPED['prompt']:,}-token", f"stripes={k.STRIPED['stripes']}"],
         "cache_storage_tier": [f'prices.get("{k.STORAGE["price"]}")', f"`{k.STORAGE['model']}`", "BF16",
                                f"`{k.STORAGE['target']}`", f"{k.STORAGE['usd_per_chip_hour']:g} USD"],
         "kink_read": [f"`{k.PLOT['model']}`", f"`{k.PLOT['target']}`", f"{k.PLOT['batch']:,} sequences", "FP8"],

@@ -32,6 +32,9 @@ HOLD = dict(model="qwen3-235b-a22b", target="hgx-h200", usd_per_chip_hour=3.5, h
             dtype="fp8")
 """``hold_tier_wait``: a prompt's BF16 cache held six hours, each reload charged the server's GPUs
 that wait for it as well as the tier's rent."""
+STRIPED = dict(HOLD, hold=24 * 3600.0, stripes=2000)
+"""``hold_tier_striped``: ``hold_tier_wait``'s server and prompt held a day, each off-GPU tier a pool of
+drives the cache is striped over, enough that every reload arrives at the GPUs' links."""
 STORAGE = dict(price="google/gemini-2.5-pro", model="qwen3-235b-a22b", target="hgx-h200", usd_per_chip_hour=3.5)
 """``cache_storage_tier``: a published storage price per million tokens per hour read as a tier's rent."""
 RACK = "gb200-nvl72"
@@ -249,6 +252,27 @@ EXERCISES = (
         hint="per byte: rent p_hold (T + C/W), plus the wait: the server's GPUs' price per second times the "
              "reload's time per byte, 1 / min(tier bandwidth, the GPUs' links) (pricing.hold_costs(..., wait=True)); "
              "compare with pricing.recompute_usd_per_byte."),
+    Choice(
+        id="hold_tier_striped",
+        topic="prompt caching: where to hold a cache",
+        options={
+            "a": "the server's HBM",
+            "b": "the server's host DDR5",
+            "c": "a pool of 3FS flash nodes",
+            "d": "a pool of nearline hard disks",
+            "e": "none: recompute the prefill",
+        },
+        answer="d",
+        feedback={
+            "a": "a day of HBM's rent is worth a thousand prefills or more.",
+            "b": "host memory's rent over a day is worth more than a dozen prefills; striping changes no tier's rent.",
+            "c": "that was one flash node's edge: its reload was ten times faster than one disk's. Striped to the "
+                 "GPUs' links, every tier reloads alike, and over a day the disk's lower rent wins.",
+            "e": "with the reload at the links' speed a disk's costs a small fraction of a prefill; recomputing "
+                 "wins only after weeks.",
+        },
+        hint="striping changes only the wait: every off-GPU tier now reloads at min(stripes x W, the GPUs' links), "
+             "the same for all; compare rents p_hold (T + C/W) (pricing.hold_costs(..., wait=True, stripes=...))."),
     Choice(
         id="cache_storage_tier",
         topic="prompt caching: what a storage price implies",
