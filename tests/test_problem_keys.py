@@ -21,7 +21,8 @@ from mdit_py_plugins.dollarmath import dollarmath_plugin
 from chalk.errors import ChalkError
 from chalk.teaching import leaks
 from chalk.teaching.exercises import (CHOICE, CHOICES, KINDS, NUMBER, RIGHT, UNANSWERED, WRONG, Choice, Choices,
-                                      Exercise, Mistake, cells, close, judge, problem_set, sealed_exercises)
+                                      Exercise, Mistake, cells, close, judge, problem_set, sealed_digest,
+                                      sealed_exercises)
 from chalk.teaching.seal import known_problem_sets, seal
 
 ALL = [(chapter, ex) for chapter in known_problem_sets() for ex in problem_set(chapter).values()]
@@ -253,7 +254,7 @@ def test_exact_exercise_accepts_one_integer_and_names_a_slip_only_at_its_integer
 def _table_of(ex):
     from chalk.teaching import seal as seal_module
     return [{"id": ex.id, "kind": ex.kind, "hint": ex.hint, "points": ex.points, "topic": ex.topic, "salt": "t"}
-            | seal_module._seal_number(ex, "t")]
+            | seal_module._seal_number(ex, "t", sealed_digest)]
 
 
 def test_tolerance_on_the_grid_is_the_stated_one_to_a_twentieth():
