@@ -114,7 +114,7 @@ VALUES: dict[str, Callable[[], str]] = {
     "moe_h800_rho": lambda: f"{systems.get('hgx-h800').scale_up_to_out:.0f}",
     "moe_crossover": lambda: f"{moe.crossover_ratio(_DS, 2 * _expert_chips(), _expert_chips()):.1f}",
     "moe_h800_two_boxes": lambda: f"{_two_boxes('hgx-h800'):.1f}",
-    "moe_h100_two_boxes": lambda: f"{_two_boxes('hgx-h100'):.0f}"  # 5.1 reads as problem set 2's expert_gb_decode,
+    "moe_h100_two_boxes": lambda: f"{_two_boxes('hgx-h100'):.0f}",  # 5.1 reads as problem set 2's expert_gb_decode
     "moe_decode_tax": lambda: f"{_second_rack('tax'):.0f}",
     "moe_two_racks_us": lambda: f"{1e6 * _second_rack('a2a'):.0f}",
     "moe_two_racks_reads_us": lambda: f"{1e6 * _second_rack('reads'):.0f}",
