@@ -19,7 +19,8 @@ from markdown_it import MarkdownIt
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
 from chalk.errors import ChalkError
-from chalk.teaching import leaks
+from chalk.teaching import exercises, leaks
+from chalk.teaching import seal as seal_module
 from chalk.teaching.exercises import (CHOICE, CHOICES, KINDS, NUMBER, RIGHT, UNANSWERED, WRONG, Choice, Choices,
                                       Exercise, Mistake, cells, close, judge, problem_set, sealed_digest,
                                       sealed_exercises)
@@ -99,7 +100,27 @@ def test_other_answers_get_the_general_hint_and_non_numbers_are_refused(chapter,
 
 
 # --- the sealed key -------------------------------------------------------------------------
-SEALED = {chapter: sealed_exercises(seal(chapter)) for chapter in known_problem_sets()}
+SEALED: dict = {}
+"""{chapter: its sealed exercises}, filled by ``cheap_kdf``."""
+CHEAP_KDF = {"n": 2 ** 4, "r": 8, "p": 1}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cheap_kdf(tmp_path_factory):
+    """Seal and judge under a cheap scrypt. Whether a sealed key gives the plain key's verdict does
+    not depend on the derivation's cost, and the probes below pay one derivation each (about 2,000:
+    a minute of CPU at the real cost); test_seal.py checks the real cost and what it buys."""
+    real, cache = dict(exercises.KDF), seal_module.CACHE
+    exercises.KDF.update(CHEAP_KDF)
+    exercises._slow.cache_clear()  # its derivations are keyed by salt and bucket, not by cost
+    seal_module.CACHE = tmp_path_factory.mktemp("seal-cache")  # not the real tables' cache
+    SEALED.update({chapter: sealed_exercises(seal(chapter)) for chapter in known_problem_sets()})
+    yield
+    SEALED.clear()
+    exercises.KDF.clear()
+    exercises.KDF.update(real)
+    exercises._slow.cache_clear()
+    seal_module.CACHE = cache
 
 
 def probes(ex):
@@ -252,7 +273,6 @@ def test_exact_exercise_accepts_one_integer_and_names_a_slip_only_at_its_integer
 
 
 def _table_of(ex):
-    from chalk.teaching import seal as seal_module
     return [{"id": ex.id, "kind": ex.kind, "hint": ex.hint, "points": ex.points, "topic": ex.topic, "salt": "t"}
             | seal_module._seal_number(ex, "t", sealed_digest)]
 
