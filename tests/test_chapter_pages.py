@@ -1,9 +1,11 @@
 """A chapter's pages: its "Going deeper" page, and the prose count that bounds its main line."""
 import json
+import re
 
 import pytest
 
 from chalk.teaching.chapters import Chapter, chapters, links, markdown_cells, prose_words
+from chalk.teaching.flashcards import chapter_sections
 
 PROSE = """\
 # A heading of four words
@@ -57,3 +59,22 @@ def test_every_chapter_has_a_going_deeper_page_linked_from_its_foot():
         assert markdown_cells(ch.deeper)[0].startswith("# Going deeper"), ch.name
         assert f'href="../notebooks/{ch.name}-deeper.html"' in links(ch.name)
     assert Chapter("01_batching").url("deeper", "x") == "../notebooks/01_batching-deeper.html#x"
+
+
+WRITTEN = [c for c in chapters() if c.written]
+PAGES = [page for c in WRITTEN for page in (c.notebook, c.deeper)]
+LINK = re.compile(r"\]\(([\w-]+\.ipynb)?#([\w-]+)\)")
+"""A link to a heading of a page in notebooks/: "[the check](01_batching-deeper.ipynb#anchor)", or "(#anchor)"."""
+
+
+@pytest.mark.parametrize("chapter", WRITTEN, ids=lambda c: c.name)
+def test_the_main_line_is_at_most_4500_words(chapter):
+    # Issues #24-#27: about twenty minutes of reading; the depth goes to the "Going deeper" page.
+    assert prose_words(chapter.notebook) <= 4_500
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.stem)
+def test_every_link_to_a_heading_names_one(page):
+    for target, anchor in LINK.findall("\n".join(markdown_cells(page))):
+        where = page.parent / target if target else page
+        assert anchor in chapter_sections(where), f"{page.name}: {target or '(this page)'}#{anchor}"
