@@ -352,7 +352,9 @@ def kernel_python(dest: Path, tool: str) -> Kernel:
     builder.create(dest / "python")
     paths = {"base": str(dest / "python"), "platbase": str(dest / "python")}
     site = Path(sysconfig.get_path("purelib", "venv", vars=paths))
-    libraries = dict.fromkeys(sysconfig.get_path(p) for p in ("purelib", "platlib"))
+    # Resolved, as sandbox.python_folders binds them: a .venv reached through a symlink (the
+    # instructors' guide's scratch course) is not at its own path inside the sandbox.
+    libraries = dict.fromkeys(str(Path(sysconfig.get_path(p)).resolve()) for p in ("purelib", "platlib"))
     (site / "chalk-grader.pth").write_text("".join(f"{d}\n" for d in libraries), encoding="utf-8")
     launcher = dest / "launcher" / "launch.py"
     launcher.parent.mkdir()
