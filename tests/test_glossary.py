@@ -3,6 +3,7 @@ to an entry (Sphinx only warns about a missing term, and only when the page is b
 import re
 
 import pytest
+from sphinx.util.nodes import _make_id
 
 from conftest import ROOT
 
@@ -11,6 +12,9 @@ REQUIRED = ["roofline", "decode", "prefill", "balance batch", "hardware intensit
             "MFU", "MoE", "sparsity", "scale-up domain", "replica", "drain time", "MLA", "GQA"]
 """Terms the chapters so far cannot do without."""
 TERM_ROLE = re.compile(r"\{term\}`([^`<]+?)(?:\s*<([^>]+)>)?`")
+GLOSSARY_LINK = re.compile(r"\]\((?:\.\./)?(?:book/)?glossary\.md#([^)\s]*)\)")
+"""A notebook links a term as ``[shown](../book/glossary.md#term-<id>)``, which JupyterLab can follow
+(chalk.teaching.glossary_links makes it a glossary reference on the site)."""
 
 
 def entries() -> dict[str, str]:
@@ -50,3 +54,12 @@ def test_every_term_link_in_the_book_names_a_glossary_entry(path):
     known = {t.lower() for t in entries()}
     for text, target in TERM_ROLE.findall(path.read_text(encoding="utf-8")):
         assert (target or text).strip().lower() in known, f"{path.name}: {{term}}`{text}` has no entry"
+    anchors = {_make_id("term-" + t) for t in entries()}
+    for anchor in GLOSSARY_LINK.findall(path.read_text(encoding="utf-8")):
+        assert anchor in anchors, f"{path.name}: the glossary link #{anchor} names no entry"
+
+
+def test_notebooks_link_terms_rather_than_use_the_term_role():
+    """jupyterlab-myst has no glossary to resolve {term} against: it renders a dead href="#"."""
+    for path in [*ROOT.glob("notebooks/*.ipynb"), *ROOT.glob("exercises/*.ipynb")]:
+        assert not TERM_ROLE.search(path.read_text(encoding="utf-8")), f"{path.name}: a {{term}} role"

@@ -1,4 +1,4 @@
-"""Notebooks are committed clean: no outputs, no execution counts."""
+"""Notebooks are committed clean: no outputs, no execution counts, and the metadata JupyterLab writes."""
 import json
 import subprocess
 
@@ -23,3 +23,20 @@ def test_notebook_has_no_outputs(path):
         if cell["cell_type"] == "code":
             assert cell.get("outputs") == [], f"{path}: a cell has outputs"
             assert cell.get("execution_count") is None, f"{path}: a cell has an execution count"
+
+
+@pytest.fixture(scope="module")
+def lab_metadata():
+    from chalk.teaching.lab_metadata import expected
+    return expected()
+
+
+@pytest.mark.parametrize("path", [p for p in tracked_notebooks() if p.startswith(("notebooks/", "exercises/"))])
+def test_notebook_metadata_is_what_jupyterlab_writes(path, lab_metadata):
+    """JupyterLab rewrites any other kernelspec or language_info on opening, and the tab is marked
+    modified before the student has touched it (tests/test_lab.py sees it happen)."""
+    meta = json.loads((ROOT / path).read_text())["metadata"]
+    assert lab_metadata["kernelspec"]["display_name"] == "Python 3 (ipykernel)"  # ipykernel's own spec
+    for key, value in lab_metadata.items():
+        assert meta.get(key) == value, (f"{path}: {key} is {meta.get(key)}, JupyterLab writes {value}: "
+                                        "run python -m chalk.teaching.lab_metadata")
