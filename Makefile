@@ -57,10 +57,13 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench.py
 
 # jupyterlab-myst (pinned in requirements.txt) renders the notebooks' MyST prose: {eval} numbers,
-# admonitions, folded answers. Enabling it is idempotent.
+# admonitions, folded answers. Enabling it is idempotent. The repository root is served, so that the
+# chapters' links to exercises/ and book/ resolve; JupyterLab opens on the notebooks/ folder, the
+# chapter list (tests/test_lab.py starts its server with these options).
+LAB_OPTIONS := --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks
 lab: $(STAMP)
 	$(BIN)/jupyter labextension enable jupyterlab-myst
-	$(BIN)/jupyter lab notebooks
+	$(BIN)/jupyter lab $(LAB_OPTIONS)
 
 # Grades are kept: the points given by hand in a batch exist nowhere else.
 clean:
