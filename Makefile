@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SITE := _build/html
 
-.PHONY: book test lab clean bench student grade deck
+.PHONY: book test lab clean bench student grade deck autograder
 
 $(STAMP): requirements.txt lib/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,6 +41,12 @@ else
 	$(BIN)/python -m chalk.teaching.grading "$(SUBMISSIONS)" $(if $(OUT),--out "$(OUT)") \
 	  $(if $(ROSTER),--roster "$(ROSTER)") $(if $(TIMEOUT),--timeout $(TIMEOUT)) $(if $(MARKS),--marks "$(MARKS)")
 endif
+
+# make autograder [PROBLEM_SET=NN_name] [TIMEOUT=<seconds per notebook>]: a Gradescope autograder zip
+# per problem set (default: every one) in _build/autograder: the student wheel, setup.sh, run_autograder
+autograder: $(STAMP)
+	$(BIN)/python -m chalk.teaching.autograder build --out _build/autograder \
+	  $(if $(PROBLEM_SET),--problem-set "$(PROBLEM_SET)") $(if $(TIMEOUT),--timeout $(TIMEOUT))
 
 deck: $(STAMP)
 	$(BIN)/python -m chalk.teaching.decks --out _build/decks

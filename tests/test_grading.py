@@ -26,7 +26,7 @@ from nbclient import NotebookClient
 import chalk.teaching.exercises
 from chalk.teaching.exercises import markdown_literal
 from chalk.errors import ChalkError
-from chalk.teaching import grading, leaks
+from chalk.teaching import grading, leaks, runner
 from chalk.teaching.edition import student_problem_set
 from chalk.teaching.exercises import NUMBER, RIGHT, UNANSWERED, WRONG, problem_set
 from chalk.teaching.gradebook import assignment_name
@@ -666,7 +666,7 @@ def test_answer_record_must_appear_exactly_once_with_every_id():
 
     def stdout(text):
         cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
-        return grading._read_answers(cell, marker, ids)
+        return runner.read_answers(cell, marker, ids)
 
     assert stdout(record + "\n") == {"a": 1.0, "b": None}
     assert stdout(record + "\n" + record) is None

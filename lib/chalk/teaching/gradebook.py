@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..errors import ChalkError
+from .autograder import gradescope_test
 from .exercises import RIGHT, STATUS_WORD, Result, markdown_literal
 
 ROSTER_FIELDS = ("student", "id", "sis_user_id", "sis_login_id", "section", "email")
@@ -386,14 +387,11 @@ def _gradescope(batch: Batch, out: Path) -> None:
 
 
 def _results_json(batch: Batch, r: Row, titles: dict, out: Path) -> None:
-    tests = [{"name": f"{i}: {titles.get(i, i)}", "number": str(n),
-              "score": r.points[i] if res.status == RIGHT else 0, "max_score": r.points[i],
-              "status": "passed" if res.status == RIGHT else "failed",
-              "output": f"{STATUS_WORD[res.status]}: {res.message}",
-              "tags": [k for k in (batch.kind(r.problem_set, i),) if k]}
+    tests = [gradescope_test(n, i, titles.get(i, i), r.points[i], res, batch.kind(r.problem_set, i))
              for n, (i, res) in enumerate(r.results.items(), 1)]
     tests += [{"name": f"{w['exercise']}: written answer", "score": w["points"], "max_score": w["max_points"],
-               "output": w.get("comment", ""), "tags": ["written"]} for w in r.written if "points" in w]
+               "output": w.get("comment", ""), "tags": ["written"], "visibility": "visible"}
+              for w in r.written if "points" in w]
     possible = batch.possible(r.problem_set)
     summary = [f"{_number(r.score)} of {_number(possible if possible is not None else r.maximum)} points",
                r.status, *r.notes]

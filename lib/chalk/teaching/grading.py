@@ -34,16 +34,13 @@ import concurrent.futures
 import hashlib
 import io
 import json
-import math
 import os
 import re
-import secrets
 import shutil
 import subprocess
 import sys
 import sysconfig
 import tempfile
-import time
 import tokenize
 import venv
 from dataclasses import dataclass, field, replace
@@ -52,8 +49,6 @@ from pathlib import Path
 import nbformat
 from jupyter_client import AsyncKernelManager
 from jupyter_client.kernelspec import KernelSpecManager
-from nbclient import NotebookClient
-from nbclient.exceptions import DeadKernelError
 
 from ..errors import ChalkError
 from . import overview, problems, sandbox
@@ -62,6 +57,7 @@ from .exercises import CHECK_LOG, Exercise, Mistake, answer_text, judge, problem
 from .gradebook import (ROSTER_FIELDS, Batch, Row, canvas_name, carry_marks, earlier_marks, merge, new_folder, read_roster,
                         student_of, write)
 from .package import write_tree
+from .runner import Run, execute, identify
 from .seal import known_problem_sets
 from .student import FREE_TEXT, PLACEHOLDER, exercise_of_cells, free_text_points, titles
 
@@ -69,9 +65,6 @@ DEFAULT_TIMEOUT = 120
 """Seconds per notebook: a problem set runs in about 6 s, so only a stuck notebook reaches it."""
 GRADES = Path("_build") / "grades"
 """Where a batch goes unless ``--out`` says otherwise: a new timestamped folder each time."""
-_EXTRACT_TIMEOUT = 15
-"""Seconds the extraction cell may take; it only reads variables."""
-_CHECKER = re.compile(r"""checker\(\s*["'](\w+)["']\s*\)""")
 _CHECK_CALL = re.compile(r"""\bcheck\(\s*["'](\w+)["']""")
 _LOOKS_FOR_FILES = (r"sys\.executable|sys\.prefix|sys\.path|\bPWD\b|getcwd|__file__|__path__|__spec__|"
                     r"site-packages|\.venv\b")
@@ -182,20 +175,6 @@ def changed(before: dict, after: dict) -> list[str]:
 
 
 # --- reading a submission -----------------------------------------------------------------------
-def identify(nb, filename: str, chapters: list[str]) -> tuple[str | None, str]:
-    """(chapter, how it was found): notebook metadata, else a ``checker("…")`` call, else the name."""
-    meta = nb.get("metadata", {}).get("chalk", {})
-    if isinstance(meta, dict) and isinstance(meta.get("problem_set"), str):
-        return meta["problem_set"], "notebook metadata"
-    for cell in nb.get("cells", []):
-        if m := _CHECKER.search(str(cell.get("source", ""))):
-            return m.group(1), "checker() call"
-    named = [c for c in chapters if c in filename]
-    if len(named) == 1:
-        return named[0], "file name"
-    return None, "no chalk metadata, no checker(\"…\") call and no chapter in the file name"
-
-
 def id_notes(nb, exercises: dict) -> list[str]:
     """Check cells that name an exercise the key lacks, or check the same exercise twice."""
     counts: dict[str, int] = {}
@@ -264,57 +243,6 @@ def written_parts(nb, key: Key) -> list[dict]:
 
 
 # --- running one notebook ---------------------------------------------------------------------
-def extraction_cell(ids: list[str], marker: str) -> str:
-    """Code that prints the answer variables as JSON between two ``marker``s, each encoded as
-    ``chalk.teaching.exercises.answer_record`` encodes what ``check`` is given; a missing
-    variable as {"missing": true}."""
-    return f"""\
-def _chalk_extract(ids, marker):
-    import json, sys
-    from chalk.teaching.exercises import answer_record
-    ns = globals()
-    out = {{name: answer_record(ns[name]) if name in ns else {{"missing": True}} for name in ids}}
-    sys.stdout.write(marker + json.dumps(out) + marker + "\\n")
-    sys.stdout.flush()
-_chalk_extract({ids!r}, {marker!r})
-del _chalk_extract
-"""
-
-
-@dataclass
-class Run:
-    status: str = "ok"
-    """"ok", "timeout", "died", "error" (a cell raised) or "failed" (the kernel could not run it)."""
-    answers: dict | None = None
-    """{id: value as the extraction cell sent it}; None when they could not be read."""
-    checks: list = field(default_factory=list)
-    """(id, value) of every ``check`` call, in order, from the log."""
-    cell: int | None = None
-    """The cell the first error (or the kernel's death) happened in."""
-    error: str = ""
-    seconds: float = 0.0
-
-
-def _first_error(cell) -> str | None:
-    for out in cell.get("outputs", []):
-        if out.get("output_type") == "error":
-            return f"{out.get('ename')}: {str(out.get('evalue'))[:120]}"
-    return None
-
-
-def _read_answers(cell, marker: str, ids: list[str]) -> dict | None:
-    text = "".join(o.get("text", "") for o in cell.outputs
-                   if o.get("output_type") == "stream" and o.get("name") == "stdout")
-    found = re.findall(re.escape(marker) + r"(.*?)" + re.escape(marker), text, flags=re.S)
-    if len(found) != 1:  # printed twice means something in the kernel echoed or forged it
-        return None
-    try:
-        answers = json.loads(found[0])
-    except ValueError:
-        return None
-    return answers if isinstance(answers, dict) and set(answers) == set(ids) else None
-
-
 def _read_checks(log: Path) -> list[tuple[str, object]]:
     calls = []
     for line in log.read_text(encoding="utf-8", errors="replace").splitlines() if log.is_file() else ():
@@ -358,7 +286,7 @@ def kernel_python(dest: Path, tool: str) -> Kernel:
     (site / "chalk-grader.pth").write_text("".join(f"{d}\n" for d in libraries), encoding="utf-8")
     launcher = dest / "launcher" / "launch.py"
     launcher.parent.mkdir()
-    launcher.write_text(sandbox.LAUNCHER, encoding="utf-8")
+    launcher.write_text(sandbox.launcher(), encoding="utf-8")
     return Kernel(dest / "python", launcher, tool)
 
 
@@ -402,55 +330,11 @@ async def run_notebook(nb, ids: list[str], limit: float, package: Path, kernel: 
     """Execute ``nb`` in a fresh kernel in its sandbox (``chalk.teaching.sandbox``); read the
     variables ``ids`` after every cell that names one, and the check log. When it returns, every
     process the notebook started is dead."""
-    run, start = Run(), time.monotonic()
-    marker = f"<<chalk-answers-{secrets.token_hex(16)}>>"
     with tempfile.TemporaryDirectory(prefix="chalk-grade-") as tmp:
         box, work, env, log = _sandbox(Path(tmp), nbformat.writes(nb).encode(), package)
         km = _kernel_manager(Path(tmp), box, work, kernel, limit)
-        client = NotebookClient(nb, km=km, allow_errors=True, timeout=math.ceil(limit),
-                                interrupt_on_timeout=True, record_timing=False,
-                                error_on_timeout={"ename": "Timeout", "evalue": "", "traceback": []},
-                                resources={"metadata": {"path": str(work)}})
-        i, cells, forged, process = 0, list(nb.cells), False, None
-        names = re.compile(r"\b(?:" + "|".join(map(re.escape, ids)) + r")\b") if ids else None
-
-        async def snapshot():
-            nonlocal forged
-            extract = nbformat.v4.new_code_cell(extraction_cell(ids, marker))
-            nb.cells.append(extract)  # nbclient files outputs by index into the notebook
-            client.timeout = _EXTRACT_TIMEOUT
-            try:
-                await client.async_execute_cell(extract, len(nb.cells) - 1, store_history=False)
-            finally:
-                nb.cells.pop()
-            answers = _read_answers(extract, marker, ids)
-            forged = forged or answers is None
-            run.answers = None if forged else answers
-
-        try:
-            # the kernel's own log lines would bury the grader's progress; its errors are in the cells
-            async with client.async_setup_kernel(env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                                  cleanup_kc=True):
-                process = getattr(km.provisioner, "process", None)
-                for i, cell in enumerate(cells):
-                    client.timeout = max(1, math.ceil(start + limit - time.monotonic()))
-                    await client.async_execute_cell(cell, i)
-                    if time.monotonic() - start >= limit:
-                        run.status, run.cell = "timeout", i
-                        break
-                    if run.status == "ok" and cell.cell_type == "code" and (error := _first_error(cell)):
-                        run.status, run.cell, run.error = "error", i, error
-                    if cell.cell_type == "code" and names and names.search(cell.source):
-                        await snapshot()  # what a crash later in the notebook cannot take back
-                await snapshot()
-        except DeadKernelError:
-            run.status, run.cell = "died", i
-        except Exception as err:  # a kernel that cannot start or talk must not stop the batch
-            run.status, run.error = "failed", f"{type(err).__name__}: {err}"[:160]
-        finally:
-            _end(process)
+        run = await execute(nb, ids, limit, km, env, work, _end)
         run.checks = _read_checks(log)
-    run.seconds = time.monotonic() - start
     return run
 
 

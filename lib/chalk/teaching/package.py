@@ -68,9 +68,10 @@ def wheel_name() -> str:
     return f"{project['name']}-{project['version']}+student-py3-none-any.whl"
 
 
-def _entry(zf: zipfile.ZipFile, name: str, data: bytes) -> None:
+def entry(zf: zipfile.ZipFile, name: str, data: bytes, mode: int = 0o644) -> None:
+    """A zip entry with a fixed date and mode, so that the same bytes make the same archive."""
     info = zipfile.ZipInfo(name, ZIP_TIME)
-    info.external_attr = 0o644 << 16
+    info.external_attr = mode << 16
     info.compress_type = zipfile.ZIP_DEFLATED
     zf.writestr(info, data)
 
@@ -103,5 +104,5 @@ def write_wheel(tree: Path, out_dir: Path) -> Path:
     dest = out_dir / wheel_name()
     with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, data in files.items():  # dist-info last, as installers expect
-            _entry(zf, name, data)
+            entry(zf, name, data)
     return dest

@@ -36,20 +36,25 @@ class SandboxError(ChalkError):
 
 
 LAUNCHER = '''\
-"""Set the kernel's limits, drop to nobody when started as root, then become the kernel."""
+"""Set the kernel's limits, drop to {uid} when started as root, then become the kernel."""
 import json, os, resource, sys
 limits, rest = json.loads(sys.argv[1]), sys.argv[2:]
 if os.getuid() == 0:
     os.setgroups([])
-    os.setgid({nobody})
-    os.setuid({nobody})
+    os.setgid({uid})
+    os.setuid({uid})
 for name, value in limits.items():
     resource.setrlimit(getattr(resource, name), (value, value))
 # the kernel's parent is PID 1 of its namespace, which ipykernel's poller takes for an orphaning;
 # bwrap's --die-with-parent ends the sandbox with the grader instead
 os.environ.pop("JPY_PARENT_PID", None)
 os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *rest])
-'''.replace("{nobody}", str(NOBODY))
+'''
+
+
+def launcher(uid: int = NOBODY) -> str:
+    """The launcher's source: it drops to ``uid`` (and that uid's group) when started as root."""
+    return LAUNCHER.replace("{uid}", str(int(uid)))
 
 
 def bwrap() -> str:
@@ -131,9 +136,9 @@ def _own_processes() -> int:
     return count
 
 
-def hand_over(box: Path) -> None:
-    """Make ``box`` the kernel's: owned by nobody when the grader is root (the launcher drops to it)."""
+def hand_over(box: Path, uid: int = NOBODY) -> None:
+    """Make ``box`` the kernel's: owned by ``uid`` when the grader is root (the launcher drops to it)."""
     if os.getuid() != 0:
         return
     for path in [box, *box.rglob("*")]:
-        os.chown(path, NOBODY, NOBODY, follow_symlinks=False)
+        os.chown(path, uid, uid, follow_symlinks=False)
