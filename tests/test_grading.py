@@ -590,6 +590,40 @@ def test_the_grader_stops_with_a_clear_message_without_bubblewrap(tmp_path, monk
     assert not (tmp_path / "out").exists()
 
 
+FILL = """\
+import errno
+files, chunk, stopped = {files}, b"\\0" * 2 ** 23, None
+try:
+    for i in range(files):
+        with open(f"fill{{i}}", "wb") as f:
+            for _ in range(4):  # 32 MiB a file: each under the sandbox's 64 MiB file-size limit
+                f.write(chunk)
+except OSError as err:
+    stopped = err.errno
+{a} = {ra!r} if stopped is None else None
+{b} = {rb!r} if stopped == errno.ENOSPC else None
+"""
+"""Writes past the scratch quota in files each under the file-size limit: the first answer is set
+right only if every write succeeded, the second only if the writes stopped for lack of space."""
+
+
+def test_a_notebook_that_fills_its_scratch_space_is_stopped_and_the_others_are_graded(tmp_path):
+    if not grading.sandbox.sized(grading.sandbox.bwrap()):
+        pytest.skip("this bubblewrap cannot size a tmpfs (--size, 0.7 and later): the scratch is bounded per file only")
+    files = grading.sandbox.SCRATCH_BYTES // 2 ** 25 + 4  # 32 MiB each: 128 MiB past the quota
+    a, b = IDS[0], IDS[1]
+    folder = tmp_path / "in"
+    folder.mkdir()
+    nbformat.write(tiny_notebook(FILL.format(files=files, a=a, b=b, ra=expected_of(a), rb=expected_of(b))),
+                   folder / "fill.ipynb")
+    nbformat.write(tiny_notebook(f"{a} = {expected_of(a)!r}"), folder / "honest.ipynb")
+    assert grading.main([str(folder), "--out", str(tmp_path / "out"), "--timeout", "120"]) == 0
+    rows = read_csv(tmp_path / "out" / "grades.csv")
+    assert rows["fill.ipynb"]["status"] == "ok"
+    assert (float(rows["fill.ipynb"][a]), float(rows["fill.ipynb"][b])) == (0, POINTS[b])
+    assert float(rows["honest.ipynb"]["score"]) == POINTS[a]
+
+
 def test_a_notebook_cannot_write_the_key_and_a_batch_in_which_it_changes_fails_loudly(tmp_path, monkeypatch):
     key = tmp_path / "key"  # a copy stands in for the repository's key, which no test may write
     shutil.copytree(grading.KEY_FOLDER, key, ignore=shutil.ignore_patterns("__pycache__"))

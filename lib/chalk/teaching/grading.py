@@ -290,31 +290,29 @@ def kernel_python(dest: Path, tool: str) -> Kernel:
     return Kernel(dest / "python", launcher, tool)
 
 
-def _sandbox(tmp: Path, nb_bytes: bytes, package: Path) -> tuple[Path, Path, dict, Path]:
-    """The kernel's one writable folder ``box`` (the notebook in ``box/work``, its HOME,
-    temporary, IPython and Matplotlib folders, sockets and check log), a copy of the student
-    package in ``box/lib`` (read-only in the sandbox), and the kernel's environment: none of the
-    grader's variables, no ``PWD``. Nothing it writes there reaches the key, the submissions, the
-    grades or the next kernel."""
+def _sandbox(tmp: Path, package: Path) -> tuple[Path, Path, dict, Path]:
+    """The kernel's folder ``box`` (``sandbox.box_paths``: its scratch folders, sockets and check
+    log), a copy of the student package in ``box/lib`` (read-only in the sandbox), and the kernel's
+    environment: none of the grader's variables, no ``PWD``. Nothing it writes there reaches the
+    key, the submissions, the grades or the next kernel."""
     box = tmp / "box"
-    work = box / "work"
-    work.mkdir(parents=True)
-    (work / "submission.ipynb").write_bytes(nb_bytes)
+    paths = sandbox.box_paths(box)
+    for name in ("conn", *sandbox.SCRATCH_FOLDERS):
+        paths[name].mkdir(parents=True)
+    paths["log"].touch()
     shutil.copytree(package / "chalk", box / "lib" / "chalk")
-    for folder in ("home", "tmp", "ipython", "mpl", "conn"):
-        (box / folder).mkdir()
-    log = box / "checks.jsonl"
-    env = {"PATH": os.defpath, "LANG": "C.UTF-8", "PYTHONPATH": str(box / "lib"), "HOME": str(box / "home"),
-           "TMPDIR": str(box / "tmp"), "IPYTHONDIR": str(box / "ipython"), "MPLCONFIGDIR": str(box / "mpl"),
-           "PYTHONDONTWRITEBYTECODE": "1", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", CHECK_LOG: str(log)}
-    return box, work, env, log
+    env = {"PATH": os.defpath, "LANG": "C.UTF-8", "PYTHONPATH": str(box / "lib"), "HOME": str(paths["home"]),
+           "TMPDIR": str(paths["tmp"]), "IPYTHONDIR": str(paths["ipython"]), "MPLCONFIGDIR": str(paths["mpl"]),
+           "PYTHONDONTWRITEBYTECODE": "1", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
+           CHECK_LOG: str(paths["log"])}
+    return box, paths["work"], env, paths["log"]
 
 
-def _kernel_manager(tmp: Path, box: Path, work: Path, kernel: Kernel, limit: float) -> AsyncKernelManager:
+def _kernel_manager(tmp: Path, box: Path, kernel: Kernel, limit: float) -> AsyncKernelManager:
     """A manager for a kernel in the sandbox, talking to it over Unix sockets in ``box/conn``."""
     spec = tmp / "spec" / KERNEL
     spec.mkdir(parents=True)
-    argv = sandbox.command(kernel.bwrap, box, box / "lib", kernel.python, kernel.launcher, limit, work)
+    argv = sandbox.command(kernel.bwrap, box, box / "lib", kernel.python, kernel.launcher, limit)
     # an interrupt goes as a message: a signal would reach bwrap, not the kernel, and end the sandbox
     (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "chalk grader", "language": "python",
                                                   "interrupt_mode": "message"}), encoding="utf-8")
@@ -331,8 +329,8 @@ async def run_notebook(nb, ids: list[str], limit: float, package: Path, kernel: 
     variables ``ids`` after every cell that names one, and the check log. When it returns, every
     process the notebook started is dead."""
     with tempfile.TemporaryDirectory(prefix="chalk-grade-") as tmp:
-        box, work, env, log = _sandbox(Path(tmp), nbformat.writes(nb).encode(), package)
-        km = _kernel_manager(Path(tmp), box, work, kernel, limit)
+        box, work, env, log = _sandbox(Path(tmp), package)
+        km = _kernel_manager(Path(tmp), box, kernel, limit)
         run = await execute(nb, ids, limit, km, env, work, _end)
         run.checks = _read_checks(log)
     return run

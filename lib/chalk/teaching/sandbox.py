@@ -12,6 +12,7 @@ the launcher also drops to ``nobody`` before the kernel starts, so that the proc
 
 There is no fallback: without a working ``bwrap`` the grader stops and says how to install it.
 """
+import functools
 import json
 import os
 import shutil
@@ -28,6 +29,11 @@ LIMITS = {"RLIMIT_AS": 4 * 2 ** 30, "RLIMIT_FSIZE": 64 * 2 ** 20, "RLIMIT_NPROC"
 """Per kernel: 4 GiB of address space, files of at most 64 MiB, 256 processes and threads (on top
 of what the instructor's account runs, when it is not root), no core dumps. CPU time is the
 notebook's time limit plus a margin (``launcher_args``)."""
+SCRATCH_BYTES = 256 * 2 ** 20
+"""What a kernel may write: its folders (``SCRATCH_FOLDERS``) share one tmpfs of this size, and its
+/tmp is another, so a notebook that fills them gets "no space left" and the disk is untouched."""
+SCRATCH_FOLDERS = ("work", "home", "tmp", "ipython", "mpl")
+"""Under ``box/scratch``: the working folder, HOME, TMPDIR, IPYTHONDIR and MPLCONFIGDIR."""
 INSTALL = "apt-get install bubblewrap (Debian, Ubuntu), dnf install bubblewrap (Fedora)"
 
 
@@ -72,8 +78,18 @@ def bwrap() -> str:
     return path
 
 
-def _system() -> list[str]:
-    """The system's programs and libraries, read-only, and fresh /proc, /dev and /tmp."""
+@functools.lru_cache(maxsize=None)
+def sized(tool: str) -> bool:
+    """Whether ``tool`` can size a tmpfs (``--size``, bubblewrap 0.7 and later)."""
+    probe = subprocess.run([tool, *_system(), "--size", str(2 ** 20), "--tmpfs", "/scratch", "--",
+                            "/bin/true" if Path("/bin/true").exists() else "/usr/bin/true"],
+                           capture_output=True, timeout=30)
+    return probe.returncode == 0
+
+
+def _system(size: int | None = None) -> list[str]:
+    """The system's programs and libraries, read-only, and fresh /proc, /dev and /tmp (of ``size``
+    bytes when given)."""
     args = ["--ro-bind", "/usr", "/usr"]
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         top = Path("/") / name
@@ -85,7 +101,8 @@ def _system() -> list[str]:
     for name in ("/etc/ld.so.cache", "/etc/localtime"):
         if Path(name).exists():
             args += ["--ro-bind", name, name]
-    return args + ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    tmp = ["--size", str(size), "--tmpfs", "/tmp"] if size else ["--tmpfs", "/tmp"]
+    return args + ["--proc", "/proc", "--dev", "/dev", *tmp]
 
 
 def _bind(source: Path, writable: bool = False) -> list[str]:
@@ -102,19 +119,39 @@ def python_folders() -> list[Path]:
     return sorted(folders)
 
 
-def command(tool: str, box: Path, package: Path, kernel_python: Path, launcher: Path, seconds: float,
-            work: Path) -> list[str]:
+def box_paths(box: Path) -> dict[str, Path]:
+    """Where a kernel's things are in its ``box``: ``conn`` (its sockets, the connection file) and
+    ``log`` (the check log), which the grader reads from outside, and the ``SCRATCH_FOLDERS``."""
+    return {"conn": box / "conn", "log": box / "checks.jsonl",
+            **{name: box / "scratch" / name for name in SCRATCH_FOLDERS}}
+
+
+def _box(tool: str, box: Path) -> list[str]:
+    """``box`` read-only but for its sockets' folder and check log; its scratch folders on a tmpfs
+    of ``SCRATCH_BYTES`` where this bwrap can size one, else bound from the disk (each file then
+    limited by RLIMIT_FSIZE only)."""
+    paths = box_paths(box)
+    args = _bind(box) + ["--bind", str(paths["conn"]), str(paths["conn"]), "--bind", str(paths["log"]), str(paths["log"])]
+    if not sized(tool):
+        return args + ["--bind", str(box / "scratch"), str(box / "scratch")]
+    args += ["--perms", "01777", "--size", str(SCRATCH_BYTES), "--tmpfs", str(box / "scratch")]
+    for name in SCRATCH_FOLDERS:  # writable by the user the launcher drops to, whoever owns the tmpfs
+        args += ["--perms", "0777", "--dir", str(paths[name])]
+    return args
+
+
+def command(tool: str, box: Path, package: Path, kernel_python: Path, launcher: Path, seconds: float) -> list[str]:
     """The kernel's argv: bwrap around the launcher around ``ipykernel_launcher``.
 
-    ``box`` is the submission's writable folder, ``package`` (inside it) the student package,
+    ``box`` is the submission's folder (``box_paths``), ``package`` (inside it) the student package,
     bound read-only over it; ``kernel_python`` the folder of the kernel's virtual environment."""
     root = os.getuid() == 0
-    args = [tool, *_system()]
+    args = [tool, *_system(SCRATCH_BYTES if sized(tool) else None)]
     for folder in python_folders():
         args += _bind(folder)
-    args += _bind(kernel_python) + _bind(launcher.parent) + _bind(box, writable=True) + ["--ro-bind", str(package), str(package)]
+    args += _bind(kernel_python) + _bind(launcher.parent) + _box(tool, box) + ["--ro-bind", str(package), str(package)]
     args += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-             "--die-with-parent", "--new-session", "--chdir", str(work)]
+             "--die-with-parent", "--new-session", "--chdir", str(box_paths(box)["work"])]
     if root:  # the launcher's setuid to nobody needs these two, and keeps neither
         args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     limits = dict(LIMITS, RLIMIT_CPU=int(seconds) + 30)
