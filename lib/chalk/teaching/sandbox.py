@@ -3,8 +3,9 @@
 
 Inside it a kernel sees the system's programs and libraries read-only (``/usr``), the Python it
 runs and the libraries of the grader's environment read-only, the student package read-only, and
-one writable folder of its own (the notebook, ``HOME``, temporary files, the check log and the
-kernel's sockets). Not the repository, not another submission, not the grader's output folder.
+its own folder (``box_paths``): scratch folders (working folder, ``HOME``, temporary files) on a
+tmpfs of ``SCRATCH_BYTES``, and the check log and the kernel's sockets, which the grader reads.
+Not the repository, not another submission, not the grader's output folder.
 It has its own PID namespace (its ``/proc`` shows only its own processes; when the kernel ends,
 everything it started ends with it), no network (Jupyter's messages go over Unix sockets in its
 folder), and limits on address space, processes, file size, CPU time and core files. Run as root,
