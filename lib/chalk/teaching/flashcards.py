@@ -24,10 +24,13 @@ same figure can go into the page and into other deck formats.
 with fewer than ``MIN_CARDS`` cards, two cards of a deck that say nearly the same thing.
 """
 import base64
+import hashlib
 import html
 import importlib
 import io
 import itertools
+import json
+import os
 import re
 import unicodedata
 from collections.abc import Callable
@@ -100,14 +103,52 @@ def fill(text: str, where: str = "card") -> str:
     return _PLACEHOLDER.sub(value, text)
 
 
+FIGURE_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "chalk" / "cards"
+"""Drawn card figures, by the content of what draws them (``_library_digest``): the site build, the
+decks, the review bundle and the tests each showed all the figures, about 0.9 s of CPU each, and
+now one process draws them."""
+
+
+@cache
+def _library_digest() -> str:
+    """A hash of everything a card figure is drawn from: every file of the ``chalk`` package (its
+    formulas, figure code and catalog data) and the version of matplotlib."""
+    import matplotlib
+
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256(matplotlib.__version__.encode())
+    for path in sorted(p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:32]
+
+
 @cache
 def _drawn(name: str) -> tuple[bytes, str]:
+    """The figure ``name`` as PNG bytes and its alt text, from ``FIGURE_CACHE`` when this version
+    of the library drew it before."""
     from ..figures.canvas import alt_text
 
-    fig = lookup("figure", name, _tables()["FIGURES"], param="figure")()
+    draw = lookup("figure", name, _tables()["FIGURES"], param="figure")
+    path = FIGURE_CACHE / f"{name}-{_library_digest()}.json"
+    try:
+        entry = json.loads(path.read_text(encoding="utf-8"))
+        return base64.b64decode(entry["png"]), entry["alt"]
+    except (OSError, ValueError, KeyError):
+        pass
+    fig = draw()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
-    return buf.getvalue(), alt_text(fig)
+    png, alt = buf.getvalue(), alt_text(fig)
+    try:
+        FIGURE_CACHE.mkdir(parents=True, exist_ok=True)
+        for old in FIGURE_CACHE.glob(f"{name}-*.json"):
+            old.unlink(missing_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"png": base64.b64encode(png).decode("ascii"), "alt": alt}), encoding="utf-8")
+        tmp.replace(path)  # whole or absent, when two processes draw at once
+    except OSError:
+        pass  # an unwritable cache: draw every time
+    return png, alt
 
 
 def render_figure(name: str) -> bytes:
