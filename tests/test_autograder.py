@@ -18,7 +18,6 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import tempfile
 import time
 import zipfile
 from pathlib import Path
@@ -30,6 +29,7 @@ from chalk.teaching import autograder, package
 from chalk.teaching.exercises import NUMBER, problem_set
 from conftest import ROOT
 from key_answers import slip
+from unprivileged import base_python, libraries, open_folder, reachable
 
 CHAPTER = "01_batching"
 SOURCE = ROOT / "exercises" / f"{CHAPTER}.ipynb"
@@ -47,22 +47,6 @@ VISIBILITY = {"hidden", "after_due_date", "after_published", "visible"}
 AS_ROOT = os.getuid() == 0
 
 
-def reachable(path: Path) -> bool:
-    """Whether a user with no rights of its own can reach and run ``path``."""
-    path = path.resolve()
-    return path.exists() and all(os.stat(p).st_mode & 0o001 for p in [path, *path.parents])
-
-
-def base_python() -> Path | None:
-    """An interpreter of this Python's version that an unprivileged user can run (this checkout's
-    base interpreter may sit in root's home)."""
-    minor = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    for candidate in (Path(sys._base_executable), Path("/usr/bin") / minor, Path("/usr/local/bin") / minor):
-        if candidate.exists() and (not AS_ROOT or reachable(candidate)):
-            return candidate
-    return None
-
-
 def spare_uid() -> int:
     """A uid no account uses, so that killing its processes touches nothing else on this machine."""
     uid = 64000 + os.getpid() % 900
@@ -77,8 +61,7 @@ def spare_uid() -> int:
 @pytest.fixture(scope="module")
 def top():
     """A world-traversable temporary folder (pytest's own is closed to other users)."""
-    folder = Path(tempfile.mkdtemp(prefix="chalk-autograder-test-"))
-    folder.chmod(0o755)
+    folder = open_folder("chalk-autograder-test-")
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
 
@@ -91,14 +74,13 @@ def zipped(top):
 
 @pytest.fixture(scope="module")
 def python(top, zipped):
-    base = base_python()
-    libraries = [Path(sysconfig.get_path(p)).resolve() for p in ("purelib", "platlib")]
-    if base is None or (AS_ROOT and not all(reachable(p) for p in libraries)):
+    base = base_python(AS_ROOT)
+    if base is None or (AS_ROOT and not all(reachable(p) for p in libraries())):
         pytest.skip("no Python of this version, or not this .venv's libraries, that an unprivileged user can reach")
     env = top / "python"
     subprocess.run([str(base), "-m", "venv", "--without-pip", str(env)], check=True)
     site = Path(sysconfig.get_path("purelib", "venv", vars={"base": str(env), "platbase": str(env)}))
-    (site / "deps.pth").write_text("".join(f"{p}\n" for p in dict.fromkeys(libraries)))
+    (site / "deps.pth").write_text("".join(f"{p}\n" for p in libraries()))
     with zipfile.ZipFile(zipped) as zf:
         wheel = top / package.wheel_name()
         wheel.write_bytes(zf.read(package.wheel_name()))

@@ -13,10 +13,14 @@ import csv
 import hashlib
 import json
 import math
+import os
 import pathlib
+import pwd
 import secrets
 import shutil
 import socket
+import subprocess
+import sys
 import time
 
 import nbformat
@@ -26,12 +30,13 @@ from nbclient import NotebookClient
 import chalk.teaching.exercises
 from chalk.teaching.exercises import markdown_literal
 from chalk.errors import ChalkError
-from chalk.teaching import grading, leaks, runner
+from chalk.teaching import grading, leaks, runner, seal
 from chalk.teaching.edition import student_problem_set
 from chalk.teaching.exercises import NUMBER, RIGHT, UNANSWERED, WRONG, problem_set
 from chalk.teaching.gradebook import assignment_name
 from chalk.teaching.student import titles
 from conftest import ROOT
+import unprivileged
 from key_answers import right_answer, slip, wrong_words
 
 CHAPTER = "01_batching"
@@ -622,6 +627,61 @@ def test_a_notebook_that_fills_its_scratch_space_is_stopped_and_the_others_are_g
     assert rows["fill.ipynb"]["status"] == "ok"
     assert (float(rows["fill.ipynb"][a]), float(rows["fill.ipynb"][b])) == (0, POINTS[b])
     assert float(rows["honest.ipynb"]["score"]) == POINTS[a]
+
+
+def _drop_to_nobody() -> list[str] | None:
+    nobody = pwd.getpwnam("nobody")
+    if shutil.which("setpriv"):
+        return ["setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups"]
+    if shutil.which("runuser"):
+        return ["runuser", "-u", "nobody", "--"]
+    return None
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="the suite runs unprivileged: every grading test here is the non-root path")
+def test_the_sandbox_holds_when_the_grader_is_not_root():
+    """The ways out, the disk quota and the key, with the grader run as ``nobody`` (bubblewrap then
+    makes its own user namespace, and there is no drop to another user) on a world-readable copy of
+    the submissions, its libraries in a virtual environment ``nobody`` can read."""
+    drop, base = _drop_to_nobody(), unprivileged.base_python(as_root=True)
+    if drop is None:
+        pytest.skip("neither setpriv nor runuser is installed to run the grader as nobody")
+    if base is None or not unprivileged.reachable(ROOT / "lib"):
+        pytest.skip(f"no python{sys.version_info.major}.{sys.version_info.minor}, or not this checkout, "
+                    f"that nobody can reach")
+    top = unprivileged.open_folder("chalk-unprivileged-")
+    server = socket.socket()
+    try:
+        python = unprivileged.environment(base, top / "python", ROOT)
+        folder, out = top / "in", top / "grades" / "batch"
+        for d in (folder, out.parent, top / "home", top / "cache"):
+            d.mkdir(parents=True)
+        shutil.copytree(seal.CACHE, top / "cache" / "chalk" / "seal")  # the sealed tables, not sealed again
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        a, b, c, d = IDS[:4]
+        probes = PROBES.format(root=str(ROOT), submissions=str(folder), port=server.getsockname()[1], a=a, b=b, c=c,
+                               d=d, ra=expected_of(a), rb=expected_of(b), rc=expected_of(c), rd=expected_of(d))
+        nbformat.write(tiny_notebook(probes), folder / "probes.ipynb")
+        nbformat.write(tiny_notebook(WRITE_KEY.format(chapter=CHAPTER, **right_line(IDS[4]))), folder / "walk.ipynb")
+        files = grading.sandbox.SCRATCH_BYTES // 2 ** 25 + 4
+        nbformat.write(tiny_notebook(FILL.format(files=files, a=a, b=b, ra=expected_of(a), rb=expected_of(b))),
+                       folder / "fill.ipynb")
+        for path in [p for d in (folder, out.parent, top / "home", top / "cache") for p in (d, *d.rglob("*"))]:
+            path.chmod(0o777 if path.is_dir() else 0o666)  # not the environment: its files are linked
+        key_before = hashlib.sha256(KEY_FILE.read_bytes()).hexdigest()
+        env = {"PATH": os.defpath, "HOME": str(top / "home"), "XDG_CACHE_HOME": str(top / "cache")}
+        proc = subprocess.run([*drop, str(python), "-m", "chalk.teaching.grading", str(folder), "--out", str(out),
+                               "--timeout", "120"], cwd=top, env=env, capture_output=True, text=True, timeout=1800)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        rows = read_csv(out / "grades.csv")
+    finally:
+        server.close()
+        shutil.rmtree(top, ignore_errors=True)
+    assert rows["probes.ipynb"]["status"] == "ok" and float(rows["probes.ipynb"]["score"]) == 0
+    assert float(rows["walk.ipynb"]["score"]) == 0 and hashlib.sha256(KEY_FILE.read_bytes()).hexdigest() == key_before
+    assert rows["fill.ipynb"]["status"] == "ok"
+    assert (float(rows["fill.ipynb"][a]), float(rows["fill.ipynb"][b])) == (0, POINTS[b])
 
 
 def test_a_notebook_cannot_write_the_key_and_a_batch_in_which_it_changes_fails_loudly(tmp_path, monkeypatch):

@@ -203,7 +203,11 @@ def new_folder(out: Path | None, parent: Path, prefix: str = "") -> Path:
     elif out.exists() and any(out.iterdir()):
         raise GradebookError(f"OUT: {str(out)!r} is not empty; grades are never overwritten, "
                              f"choose a new folder (or leave OUT unset for a timestamped one)")
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:  # an account that cannot write there (the grader need not be root)
+        raise GradebookError(f"OUT: cannot create {str(out)!r} ({err.strerror}); choose a folder this "
+                             f"account can write") from None
     return out
 
 
