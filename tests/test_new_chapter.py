@@ -21,11 +21,13 @@ import textwrap
 import nbformat
 import pytest
 
+from chalk.teaching import edition
 from conftest import ROOT
 
 CHAPTER = "99_fixture"
-H100_FLOPS, H100_BANDWIDTH, H100_HBM = 989.4e12, 3.35e12, 80e9
-"""NVIDIA's H100 SXM data sheet: dense BF16 FLOP/s, HBM bytes/s and bytes, as the answers type them."""
+H100_FLOPS, H100_BANDWIDTH, H100_HBM = 989.4e12, 3.35e12, 81_559 * 2**20
+"""NVIDIA's H100 SXM data sheet: dense BF16 FLOP/s and HBM bytes/s; HBM bytes as nvidia-smi reports them (81,559
+MiB, 80 GB nominal), as the answers type them."""
 
 KEY = '''\
 """Answer key of the fixture chapter."""
@@ -130,15 +132,21 @@ def probe(tmp_path_factory):
     shutil.copy(ROOT / "lib" / "pyproject.toml", tree / "lib")  # the student wheel's metadata
     for folder in ("exercises", "notebooks"):
         shutil.copytree(ROOT / folder, tree / folder, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    for name in ("_config.yml", "book/glossary.md", "book/references.bib"):  # where the edition's links go
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, tree / name)
     teaching = tree / "lib" / "chalk" / "teaching"
     (teaching / "problems" / "ch99_fixture.py").write_text(KEY)
     (teaching / "cards" / "ch99_fixture.py").write_text(CARD_VALUES)
     (tree / "exercises" / "flashcards" / "99_fixture.yml").write_text(DECK)
     nbformat.write(problem_set(), tree / "exercises" / "99_fixture.ipynb")
-    env = {**os.environ, "PYTHONPATH": str(tree / "lib"), "PYTHONDONTWRITEBYTECODE": "1"}
+    # The copy's chapters are the repository's, and a new key or deck leaves their runs valid: the
+    # edition reads them from the repository's cache (run there first if it is cold).
+    env = {**os.environ, "PYTHONPATH": str(tree / "lib"), "PYTHONDONTWRITEBYTECODE": "1",
+           edition.CACHE_ENV: str(edition.cache_folder(ROOT))}
     out = subprocess.run([sys.executable, "-c", PROBE, str(tmp), repr(H100_FLOPS / H100_BANDWIDTH),
                           repr(1e3 * H100_HBM / H100_BANDWIDTH), WRITTEN],
-                         cwd=tree, env=env, capture_output=True, text=True, timeout=300)
+                         cwd=tree, env=env, capture_output=True, text=True, timeout=3600)  # a hang, not a cold cache
     assert out.returncode == 0, out.stderr[-3000:]
     return tree, json.loads(out.stdout.strip().splitlines()[-1])
 

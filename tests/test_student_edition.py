@@ -1,9 +1,11 @@
 """The student edition to hand out (folder and zip) and the class site's student problem sets.
 
 No solution line may reach a student file, no answer key the package, and no file of the edition
-may print an answer; the zip must be byte-identical across builds. The edition is checked as text
-here; test_student.py runs a student notebook in a kernel, test_student_venv.py the whole edition
-in a clean environment with only what a student installs.
+may print an answer; no MyST may reach a student notebook, the chapters ship the outputs of one run
+and the problem sets none; the zip must be byte-identical across builds. The edition is checked as
+text here (the plain form of each MyST construct: test_plain.py); test_student.py runs a student
+notebook in a kernel, test_student_venv.py the whole edition in a clean environment with only what
+a student installs.
 """
 import base64
 import csv
@@ -11,6 +13,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import tomllib
 import zipfile
 from types import SimpleNamespace
@@ -18,7 +21,7 @@ from types import SimpleNamespace
 import nbformat
 import pytest
 
-from chalk.teaching import class_site, edition, leaks, package
+from chalk.teaching import class_site, edition, leaks, package, plain
 from chalk.teaching.seal import known_problem_sets
 from chalk.teaching.student import BEGIN, END, FREE_TEXT, PLACEHOLDER
 from conftest import ROOT
@@ -50,8 +53,11 @@ def test_edition_holds_every_problem_set_and_chapter_notebook(built):
     assert sorted(p.name for p in out.iterdir()) == sorted(["README.md", WHEEL, "exercises", "notebooks"])
     assert sorted(p.name for p in (out / "exercises").iterdir()) == [p.name for p in PROBLEM_SETS]
     assert sorted(p.name for p in (out / "notebooks").iterdir()) == [p.name for p in CHAPTER_NOTEBOOKS]
-    for nb in CHAPTER_NOTEBOOKS:
-        assert (out / "notebooks" / nb.name).read_bytes() == nb.read_bytes()
+    for src in CHAPTER_NOTEBOOKS:  # the same code, in the same order; only the Markdown is rewritten
+        source, shipped = (nbformat.read(p, as_version=4) for p in (src, out / "notebooks" / src.name))
+        assert [c.source for c in shipped.cells if c.cell_type == "code"] == \
+            [c.source for c in source.cells if c.cell_type == "code"]
+        assert shipped.metadata == source.metadata
     with zipfile.ZipFile(zip_path) as zf:
         names = zf.namelist()
     expected = [f"student/{p.relative_to(out).as_posix()}" for p in out.rglob("*") if p.is_file()]
@@ -190,6 +196,101 @@ def test_nothing_a_student_reads_in_the_edition_prints_an_answer(built, chapter)
 def test_readme_says_how_to_install_the_wheel_here_and_on_colab(built):
     text = (built[0] / "README.md").read_text()
     assert f"pip install {WHEEL} jupyterlab" in text and f"%pip install {WHEEL}" in text and "Colab" in text
+    assert "open with their\nnumbers" in text and "Run All" in text
+
+
+MYST = {
+    "role": re.compile(r"\{[\w:+.-]+\}`"),
+    "directive fence": re.compile(r"^\s*(?::{3,}|`{3,}|~{3,})\s*\{", re.M),
+    "bare colon fence": re.compile(r"^\s*:{3,}\s*$", re.M),
+    "target": re.compile(r"^\s*\([^()\s]+\)=\s*$", re.M),
+    "block break": re.compile(r"^\+\+\+", re.M),
+}
+"""What a Jupyter without a MyST extension shows as typed."""
+
+
+def raw_myst(text):
+    return sorted(kind for kind, pattern in MYST.items() if pattern.search(text))
+
+
+def edition_notebooks(out):
+    return sorted((out / "exercises").glob("*.ipynb")) + sorted((out / "notebooks").glob("*.ipynb"))
+
+
+def test_the_myst_search_finds_each_kind():
+    assert raw_myst("it is {eval}`x_txt` and a {term}`MoE`") == ["role"]
+    assert raw_myst(":::{admonition} Answer\n:class: dropdown\nIt.\n:::") == ["bare colon fence", "directive fence"]
+    assert raw_myst("   ```{note}\nA.\n```") == ["directive fence"]
+    assert raw_myst("(sec-one)=\n## One\n+++") == ["block break", "target"]
+    assert raw_myst("plain $x_{i}$ text, `code`, [a link](b.ipynb) and <details>") == []
+
+
+def test_no_myst_reaches_a_student_notebook(built):
+    out, _ = built
+    found = {}
+    for path in edition_notebooks(out):
+        for i, cell in enumerate(nbformat.read(path, as_version=4).cells):
+            if cell.cell_type == "markdown" and (kinds := raw_myst(cell.source)):
+                found[f"{path.name} cell {i}"] = kinds
+    assert not found, found
+    sources = [nbformat.read(p, as_version=4) for p in PROBLEM_SETS + CHAPTER_NOTEBOOKS]
+    assert sum(raw_myst(c.source) != [] for nb in sources for c in nb.cells if c.cell_type == "markdown") > 100
+
+
+LINK = re.compile(r"\]\(([^)\s]+)\)|href=\"([^\"]+)\"")
+
+
+def test_every_link_in_the_edition_reaches_the_site_a_shipped_notebook_or_the_same_page(built):
+    out, _ = built
+    base, dead, to_site = plain.base_url(ROOT), [], 0
+    for path in edition_notebooks(out):
+        for cell in nbformat.read(path, as_version=4).cells:
+            texts = [cell.source] if cell.cell_type == "markdown" else \
+                [o.get("data", {}).get(k, "") for o in cell.get("outputs", []) for k in ("text/markdown", "text/html")]
+            for text in texts:
+                for m in LINK.finditer(text):
+                    href = m[1] or m[2]
+                    if href.startswith(base):
+                        to_site += 1
+                    elif not (href.startswith(("#", "https://", "data:"))
+                              or (path.parent / href.split("#")[0]).resolve().is_file()):
+                        dead.append(f"{path.name}: {href}")
+    assert not dead, dead[:5]
+    assert to_site > 100  # every citation and glossary term
+
+
+def test_chapters_ship_the_outputs_of_one_run_and_problem_sets_none(built):
+    out, _ = built
+    for src in CHAPTER_NOTEBOOKS:
+        text = (out / "notebooks" / src.name).read_text()
+        assert plain.WIDGET_STATE not in text and plain.WIDGET_VIEW not in text and " at 0x" not in text, src.name
+        assert plain.TWIN not in text, src.name  # drawn by the site's script only
+        source = nbformat.read(src, as_version=4)
+        shipped = nbformat.read(out / "notebooks" / src.name, as_version=4)
+        code = [(s, c) for s, c in zip((c for c in source.cells if c.cell_type == "code"),
+                                       (c for c in shipped.cells if c.cell_type == "code"))]
+        run = [c for s, c in code if "skip-execution" not in s.metadata.get("tags", [])]
+        assert [c.execution_count for c in run] == list(range(1, len(run) + 1)), src.name
+        assert not [o for _, c in code for o in c.outputs if o.output_type == "error"], src.name
+        for s, c in code:
+            shown = not {"remove-output", "remove-cell", "skip-execution"} & set(s.metadata.get("tags", []))
+            if shown and re.search(r"^\s*display\(picture\(", s.source, re.M):  # a figure the site shows
+                assert any("image/png" in o.get("data", {}) for o in c.outputs), (src.name, s.source[:60])
+            if not shown:
+                assert c.outputs == [], (src.name, s.source[:60])
+    for src in PROBLEM_SETS:
+        cells = nbformat.read(out / "exercises" / src.name, as_version=4).cells
+        assert all(c.outputs == [] and c.execution_count is None for c in cells if c.cell_type == "code")
+
+
+def test_a_fresh_run_of_a_chapter_gives_the_bytes_the_edition_ships(built):
+    """The zip is the same for the same tree on any machine, not only from the cache: a run of the
+    lab page (the cheapest) without the cache is written to the same bytes."""
+    out, _ = built
+    src = ROOT / "notebooks" / "01_lab-roofline.ipynb"
+    nb = nbformat.read(src, as_version=4)
+    fresh = plain.notebook(nb, "notebooks/" + src.name, edition.course_site(), plain.run(nb, src.parent))
+    assert nbformat.writes(fresh) + "\n" == (out / "notebooks" / src.name).read_text()
 
 
 def test_the_class_site_reuses_the_default_build_only_if_it_is_newer_than_the_library(tmp_path):

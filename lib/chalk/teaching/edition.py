@@ -3,13 +3,18 @@
     python -m chalk.teaching.edition --out _build/student            # folder + _build/student.zip
 
 The folder holds every problem set with its solutions removed (``chalk.teaching.student``), the
-chapter notebooks as they are, the wheel of the package students install (``chalk.teaching.package``:
-no answer keys, the keys sealed) and a README saying how to install it, on a laptop or on Colab.
-Each problem set records its chapter in the notebook metadata (``chalk.problem_set``), which the
-grader reads first. The zip is reproducible: sorted entries, fixed timestamps and permissions, so
-the same tree gives the same bytes.
+chapter notebooks, the wheel of the package students install (``chalk.teaching.package``: no answer
+keys, the keys sealed) and a README saying how to install it, on a laptop or on Colab. Every
+notebook is plain Markdown and code (``chalk.teaching.plain``), so that any Jupyter shows its
+numbers, boxes and folds without a MyST extension: each is run once for its ``{eval}`` numbers, and
+the chapters ship with the outputs of that run (the problem sets without). Runs are cached under
+``_build/edition-cache/`` by the notebook and the library, so a second build of the same tree runs
+no kernel. Each problem set records its chapter in the notebook metadata (``chalk.problem_set``),
+which the grader reads first. The zip is reproducible: sorted entries, fixed timestamps and
+permissions, outputs without addresses or widget state, so the same tree gives the same bytes.
 """
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -20,13 +25,24 @@ import nbformat
 
 from .chapters import ROOT
 from .package import ZIP_TIME, wheel_name, write_tree, write_wheel
+from .plain import PlainError, library_digest, notebook, run, site
 from .student import SolutionMarkerError, student_notebook
 from .tags import normalise
+
+CACHE_ENV = "CHALK_EDITION_CACHE"
+"""Names the folder that keeps the notebooks' runs (``chalk.teaching.plain.run``); by default
+``_build/edition-cache`` in the repository. A copy of the course may point it at the original's."""
+
+
+def cache_folder(root: Path = ROOT) -> Path:
+    return Path(os.environ.get(CACHE_ENV) or root / "_build" / "edition-cache")
 
 README = """\
 # Chalk: the student edition
 
-`exercises/` holds the problem sets, `notebooks/` the chapters. Each problem set checks your
+`exercises/` holds the problem sets, `notebooks/` the chapters. The chapters open with their
+numbers, tables and figures in place, from one run made with the edition; run all their cells
+(*Run > Run All Cells* in JupyterLab) to make the interactive explorers live. Each problem set checks your
 answers as you go: put your answer in the variable an answer cell names (a number, or for a
 question with options the letter of your choice, such as `"b"`, or the letters of all that apply,
 such as `"a, c"`), run it, then run the check cell below it. The notebooks need the `chalk` package, which is the wheel in this folder.
@@ -79,10 +95,33 @@ def student_problem_set(src: Path) -> nbformat.NotebookNode:
     return nb
 
 
-def _write_problem_sets(sources: list[Path], out_dir: Path) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for src in sources:
-        nbformat.write(student_problem_set(src), out_dir / src.name)
+def chapter_notebooks(root: Path = ROOT) -> list[Path]:
+    """Every page of the chapters, ``notebooks/*.ipynb`` (deeper pages and the lab included)."""
+    return sorted((root / "notebooks").glob("*.ipynb"))
+
+
+def course_site(root: Path = ROOT):
+    """The published site as the edition's notebooks link to it (``chalk.teaching.plain.site``)."""
+    return site(root, [p.relative_to(root).as_posix() for p in problem_sets(root) + chapter_notebooks(root)])
+
+
+def _plain(nb, src: Path, root: Path, course, library: str | None, outputs: bool, **run_options):
+    page = src.relative_to(root).as_posix()
+    ran = run(nb, src.parent, cache_folder(root), name=page.replace("/", "-").removesuffix(".ipynb"),
+              library=library, **run_options)
+    return notebook(nb, page, course or course_site(root), ran, outputs=outputs)
+
+
+def plain_problem_set(src: Path, root: Path = ROOT, course=None, library: str | None = None):
+    """The problem set a student receives: ``student_problem_set`` as plain Markdown, its numbers
+    from one run of it (cached), without outputs. A student's answers are ``...``, so cells after
+    an answer may fail in that run; no value the prose prints comes from them."""
+    return _plain(student_problem_set(src), src, root, course, library, outputs=False, allow_errors=True)
+
+
+def plain_chapter(src: Path, root: Path = ROOT, course=None, library: str | None = None):
+    """A chapter page as plain Markdown with the outputs of one run of it (cached)."""
+    return _plain(nbformat.read(src, as_version=4), src, root, course, library, outputs=True)
 
 
 def write_zip(folder: Path, dest: Path) -> Path:
@@ -100,10 +139,12 @@ def build(out: Path, root: Path = ROOT) -> Path:
     """Write the student edition to ``out`` (replacing it) and ``out`` + ``.zip``; return the zip."""
     if out.exists():
         shutil.rmtree(out)
-    _write_problem_sets(problem_sets(root), out / "exercises")
-    (out / "notebooks").mkdir(parents=True)
-    for nb in sorted((root / "notebooks").glob("*.ipynb")):
-        shutil.copyfile(nb, out / "notebooks" / nb.name)
+    library, course = library_digest(root), course_site(root)
+    for folder, make, sources in (("exercises", plain_problem_set, problem_sets(root)),
+                                  ("notebooks", plain_chapter, chapter_notebooks(root))):
+        (out / folder).mkdir(parents=True, exist_ok=True)
+        for src in sources:
+            nbformat.write(make(src, root, course, library), out / folder / src.name)
     with tempfile.TemporaryDirectory(prefix="chalk-package-") as tmp:
         write_wheel(write_tree(Path(tmp) / "tree"), out)
     (out / "README.md").write_text(README.format(wheel=wheel_name()), encoding="utf-8")
@@ -116,7 +157,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         print(f"student edition: {args.out}/ and {build(args.out)}")
-    except (SolutionMarkerError, OSError) as err:
+    except (SolutionMarkerError, PlainError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     return 0
