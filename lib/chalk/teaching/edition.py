@@ -11,7 +11,8 @@ the chapters ship with the outputs of that run (the problem sets without). Runs 
 ``_build/edition-cache/`` by the notebook and the library, so a second build of the same tree runs
 no kernel. Each problem set records its chapter in the notebook metadata (``chalk.problem_set``),
 which the grader reads first. The zip is reproducible: sorted entries, fixed timestamps and
-permissions, outputs without addresses or widget state, so the same tree gives the same bytes.
+permissions, outputs without addresses or widget state, so the same tree gives the same bytes (the
+lab page's numbers are measurements of the machine that ran it: they repeat through the cache).
 """
 import argparse
 import os

@@ -29,7 +29,7 @@ ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 INSTRUCTOR_ONLY = ("teaching/problems", "teaching/grading.py", "teaching/gradebook.py", "teaching/edition.py",
                    "teaching/student.py", "teaching/seal.py", "teaching/package.py", "teaching/decks.py",
                    "teaching/leaks.py", "teaching/tags.py", "teaching/overview.py",
-                   "teaching/class_site.py")
+                   "teaching/class_site.py", "teaching/plain.py")
 """Left out of the student package: the plain keys and the tools that make editions and grades."""
 CARD_MODULES = "teaching/cards/ch*.py"
 """Left out too: they compute the cards' numbers, some from the keys; the package carries the
