@@ -52,7 +52,7 @@ def test_money_output_dearer_than_input():
 def test_fit_and_shortfall():
     f = calculator.fit("llama-3.1-405b", "hgx-h100", 1, 1000, dtype="bf16")
     assert not f.fits and f.shortfall == pytest.approx(f.needed - f.available)
-    assert f.available == pytest.approx(0.9 * 8 * 80e9)  # the stated 10% headroom
+    assert f.available == pytest.approx(0.9 * 8 * 81_559 * 2**20)  # 10% headroom of nvidia-smi's 81,559 MiB per H100
     with pytest.raises(DoesNotFit):
         calculator.decode("llama-3.1-405b", "hgx-h100", 1, 1000)
     assert calculator.fit("llama-3.1-405b", "hgx-h100", 1, 1000, dtype="fp8").fits

@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from chalk import catalog, hardware, models
+from chalk import catalog, hardware, models, roofline
 from chalk.errors import ChalkError
 
 
@@ -139,6 +139,40 @@ PINNED = [
 def test_chip_figure_matches_its_primary_source(name, computed, published, citation):
     # 0.1%: the sources round to 3-5 significant figures (989.4 x 2 = 1,978.8 prints as 1,979).
     assert computed() == pytest.approx(published, rel=1e-3), citation
+
+
+# HBM as the device reports it, typed from the cited captures (chips.toml's hbm_reported_*): nvidia-smi's
+# totals in MiB, rocm-smi's in bytes. Every fit uses these; a chip without one keeps its nominal figure.
+REPORTED = {"A100-80GB": 81_920 * 2**20, "H100-SXM": 81_559 * 2**20, "H200": 143_771 * 2**20,
+            "B200": 183_359 * 2**20, "MI300X": 206_141_652_992}
+
+
+def test_fits_use_hbm_as_the_chip_reports_it():
+    for name, chip in hardware.catalog_chips().items():
+        if name in REPORTED:
+            assert chip.hbm_reported and chip.hbm_capacity == REPORTED[name], name
+            assert chip.hbm_nominal < chip.hbm_capacity < 1.08 * chip.hbm_nominal, name  # GiB-sized stacks
+            assert chip.hbm_reported_source.startswith("https://") and chip.hbm_reported_as_of, name
+        else:
+            assert not chip.hbm_reported and chip.hbm_capacity == chip.hbm_nominal, name
+            assert "nominal" in chip.note and "is kept" in chip.note, name  # the note says why
+    assert hardware.get("H100-SXM").hbm_nominal == 80e9
+    assert hardware.get("H100-SXM").hbm_words(0.9) == "90% of 85.5 GB as reported"
+    assert hardware.get("GB200").hbm_words() == "186.0 GB nominal"
+    assert roofline.replica("H100-SXM", "llama-3-70b", "bf16", 8).usable_hbm(0.1) == pytest.approx(
+        0.9 * 8 * 81_559 * 2**20, rel=1e-12)
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"hbm_GB": 80.0, "hbm_reported_MiB": 81559.0}, "hbm_reported_source"),
+    ({"hbm_GB": 80.0, "hbm_reported_MiB": 81559.0, "hbm_reported_bytes": 8.5e10,
+      "hbm_reported_source": "https://x.org", "hbm_reported_as_of": "2025-01-01"}, "exactly one"),
+    ({"hbm_GB": 80.0, "hbm_reported_MiB": 8155.9, "hbm_reported_source": "https://x.org",
+      "hbm_reported_as_of": "2025-01-01"}, "within"),
+])
+def test_a_reported_capacity_needs_its_source_one_unit_and_a_plausible_size(entry, message):
+    with pytest.raises(ChalkError, match=message):
+        hardware._hbm("chips.toml [test]", entry)
 
 
 # Published maximum contexts: Llama 3 model card (8K), Llama 3.1 paper §3.4 (128K = 131,072),

@@ -80,6 +80,18 @@ def test_fit_reports_back_solves(capsys):
     assert "largest batch" in out and "longest context" in out
 
 
+def test_fit_names_the_capacity_and_the_headroom_it_subtracts():
+    # An H100 reports 81,559 MiB = 85.52 GB (80 nominal); 90% of 8 of them is 615.7 GB.
+    out = run("fit", "--model", "llama-3-70b", "--system", "hgx-h100", "--batch", "16", "--context", "8192").stdout
+    assert "HBM 85.5 GB as reported, 80 GB nominal, per chip" in out
+    assert re.search(r"usable \(8 x 90% of 85\.5 GB as reported\)\s+615\.7 GB", out), out
+    # No reported figure for a GB200: its nominal 186 GB, said so; --headroom moves the share.
+    out = run("fit", "--model", "llama-3-70b", "--chip", "GB200", "--chips", "2", "--batch", "16", "--context", "8192",
+              "--headroom", "0.2").stdout
+    assert "HBM 186.0 GB nominal, per chip" in out
+    assert re.search(r"usable \(2 x 80% of 186\.0 GB nominal\)\s+297\.6 GB", out), out
+
+
 def test_prices_and_deduce(capsys):
     assert cli.main(["prices"]) == 0
     assert cli.main(["prices", "google/gemini-2.5-pro"]) == 0

@@ -58,8 +58,8 @@ def test_values_agree_with_spec_sheets():
     assert int(VALUES["r_h100"]()) == pytest.approx(989.4 / 3.35, rel=0.01)
     # DeepSeek-V3 report: 671 B total, 37 B active
     assert int(VALUES["s_v3"]()) == round(671 / 37)
-    # H100: 80 GB / 3.35 TB/s
-    assert int(VALUES["drain_h100_ms"]()) == round(80e9 / 3.35e12 * 1e3)
+    # H100: the 81,559 MiB nvidia-smi reports (85.52 GB; 80 nominal) / 3.35 TB/s
+    assert int(VALUES["drain_h100_ms"]()) == round(81_559 * 2**20 / 3.35e12 * 1e3) == 26
     for name, value in VALUES.items():
         assert value() and "nan" not in value(), name
 

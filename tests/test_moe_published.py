@@ -79,8 +79,10 @@ FIGURES = [
      "DeepSeek-V3/R1 inference system overview: EP144 with 32 redundant routed experts, each GPU "
      "manages 2 routed experts"),
     # --- what a domain holds ------------------------------------------------------------------------
-    ("lecture: 8-GPU Hopper box", lambda: moe.max_total_params("hgx-h100", "fp8", headroom=0), 640e9, 0.0,
-     "lecture 44:45 (lecture-notes §3.5): an 8-GPU Hopper box holds 8 x 80 = 640 GB (1 byte per weight)"),
+    ("lecture: 8-GPU Hopper box", lambda: systems.get("hgx-h100").count * systems.get("hgx-h100").chip.hbm_nominal,
+     640e9, 0.0, "lecture 44:45 (lecture-notes §3.5): an 8-GPU Hopper box holds 8 x 80 = 640 GB (nominal)"),
+    ("8-GPU Hopper box as reported", lambda: moe.max_total_params("hgx-h100", "fp8", headroom=0), 8 * 81_559 * 2**20,
+     0.0, "nvidia-smi: 81,559 MiB per H100 (github.com/modal-labs/modal-client/pull/2797); 1 byte per weight"),
     # --- how NVIDIA counts a domain ----------------------------------------------------------------
     ("Rubin Ultra NVL576 counts dies", lambda: _domain("Rubin Ultra").dies, 576, 0.0,
      "NVIDIA GTC 2025 keynote (2025-03-18), as restated by aiwiki.ai/wiki/nvidia_rubin_ultra: "

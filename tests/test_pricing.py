@@ -12,7 +12,8 @@ from chalk.errors import ChalkError, UnknownName
 from chalk.notation import C, F_att, L_star, N_act, T_hold, W, b_kv, f_att, p_hold, r
 
 # H100 SXM datasheet figures, typed here so the hand calculations do not read the catalog.
-H100_BF16, H100_FP8, H100_HBM, H100_W = 989.4e12, 1978.9e12, 80e9, 3.35e12
+# HBM as nvidia-smi reports it per H100: 81,559 MiB = 85.52 GB (80 GB nominal).
+H100_BF16, H100_FP8, H100_HBM, H100_W = 989.4e12, 1978.9e12, 81_559 * 2**20, 3.35e12
 YEAR = 365.25 * 24 * 3600
 
 
@@ -157,7 +158,7 @@ def test_pass_times_hand_calculation():
 
 # --- prompt caching: the tier rule ----------------------------------------------------------
 def test_hold_cost_and_break_even_hand_calculation():
-    # 8 H100s at $2/h hold 640 GB; host DDR5 $10,000/TB over 5 years; drains from the datasheets.
+    # 8 H100s at $2/h hold 684 GB as reported; host DDR5 $10,000/TB over 5 years; drains from the datasheets.
     p_hbm, d_hbm = 8 * 2.0 / 3600 / (8 * H100_HBM), H100_HBM / H100_W
     p_ddr, d_ddr = 10_000 / 1e12 / (5 * YEAR), 2e12 / 614.4e9
     costs = pricing.hold_costs(60.0, "hgx-h100")
@@ -289,13 +290,14 @@ def test_cost_against_context_hand_calculation():
 
 
 def test_cost_against_context_cuts_the_batch_to_what_fits():
-    # 90% of HBM usable. 8 H100s: (576e9 - 70.55e9) / (200,000 x 327,680 B) = 7.7 sequences at 200K.
-    # One H100: (72e9 - 70.55e9) / (100 x 327,680) = 44.2 at 100 tokens, none at 200K.
+    # 90% of HBM usable (76.97 GB of the 85.52 GB an H100 reports). 8 H100s: (615.7e9 - 70.55e9) /
+    # (200,000 x 327,680 B) = 8.3 sequences at 200K. One H100: (76.97e9 - 70.55e9) / (100 x 327,680) = 195.8
+    # at 100 tokens, none at 200K (0.098).
     m = models.get("llama-3.1-70b")
     server = pricing.cost_against_context("llama-3.1-70b", "hgx-h100", [200_000], 4096)
-    assert server.batch[0] == math.floor((8 * 0.9 * H100_HBM - m.total_params) / (200_000 * 327_680))
+    assert server.batch[0] == math.floor((8 * 0.9 * H100_HBM - m.total_params) / (200_000 * 327_680)) == 8
     one = pricing.cost_against_context("llama-3.1-70b", "H100-SXM", [100, 200_000], 4096)
-    assert one.batch[0] == math.floor((0.9 * H100_HBM - m.total_params) / (100 * 327_680)) == 44
+    assert one.batch[0] == math.floor((0.9 * H100_HBM - m.total_params) / (100 * 327_680)) == 195
     assert np.isnan(one.batch[1]) and np.isnan(one.usd_per_million_tokens[1])
     # Past the cut the weights' time per token grows with L as the KV's does: memory per token is
     # L b_kv (1 + weights / free HBM) / W, up to the floor on the batch.
@@ -372,8 +374,8 @@ def test_cost_against_context_bad_input(call, param):
 
 # --- a storage price read as a tier's rent ----------------------------------------------------
 def test_implied_cache_bytes_hand_calculation():
-    # $4.50 per million tokens per hour in the HBM of 8 H100s at $2 per GPU-hour: p_hbm = 16 / 3600 / 640e9
-    # USD per byte-second, held 3,600 s plus one read (640e9 / 26.8e12 s): about 180 KB per token.
+    # $4.50 per million tokens per hour in the HBM of 8 H100s at $2 per GPU-hour: p_hbm = 16 / 3600 / 684.2e9
+    # USD per byte-second, held 3,600 s plus one read (684.2e9 / 26.8e12 s): about 192 KB per token.
     p_hbm = 8 * 2.0 / 3600 / (8 * H100_HBM)
     by_hand = 4.50 / 1e6 / (p_hbm * (3600 + H100_HBM / H100_W))
     assert pricing.implied_cache_bytes_per_token(4.50, "hbm-hgx-h100", "hgx-h100") == pytest.approx(by_hand, rel=1e-9)
@@ -453,7 +455,7 @@ def test_reload_wait_hand_calculation_and_hbm_break_even():
     costs = pricing.hold_costs(60.0, "hgx-h100", wait=True)
     rent = pricing.hold_costs(60.0, "hgx-h100")
     assert costs["hdd-exos-x24"] - rent["hdd-exos-x24"] == pytest.approx(gpus / 0.285e9, rel=1e-9)
-    # HBM against host memory: rent alone gives ~6 ms, the wait ~1.6 s (the issue's figures).
+    # HBM against host memory: rent alone gives ~6 ms, the wait ~1.7 s (the issue's 1.6 s was at 80 GB a GPU).
     p_hbm, d_hbm = gpus / (8 * H100_HBM), H100_HBM / H100_W
     p_ddr, d_ddr = 10_000 / 1e12 / (5 * YEAR), 2e12 / 614.4e9
     by_hand = (p_ddr * d_ddr + gpus / 400e9 - p_hbm * d_hbm) / (p_hbm - p_ddr)

@@ -29,7 +29,7 @@ B200_RHO = 900 / 50                # NVLink 5 900 GB/s per direction / 400 Gb/s 
 H100_RHO = 450 / 50                # NVLink 4 450 GB/s per direction / 400 Gb/s NIC
 H100_BF16, H100_NIC = 989e12, 50e9  # H100 SXM dense BF16 FLOP/s; ConnectX-7 per direction
 LLAMA70_N, LLAMA70_KV = 70.55e9, 2 * 8 * 128 * 80 * 2   # config.json: 80 layers, 8 KV heads of 128
-H100_USABLE = 0.9 * 80e9
+H100_USABLE = 0.9 * 81_559 * 2**20  # 90% of the 81,559 MiB nvidia-smi reports per H100 (80 GB nominal)
 # Llama 3 Herd (arXiv 2407.21783) Table 4: 8,192 GPUs, TP 8, CP 1, PP 16, DP 64, 8,192-token
 # sequences, 16M tokens per batch.
 LLAMA_SEQS_PER_REPLICA = 16 * 2**20 // 8192 // (8192 // (8 * 1 * 16))

@@ -36,7 +36,10 @@ KIMI_REST = (2 * 163840 * 7168
              + 61 * (7168 * 1536 + 1536 * 64 * 192 + 7168 * 576 + 512 * 64 * 256 + 64 * 128 * 7168)
              + 3 * 7168 * 18432 + 60 * 3 * 7168 * 2048 + 60 * 384 * 7168)
 KIMI_N, KIMI_KV, KIMI_D = KIMI_ROUTED + KIMI_REST, (512 + 64) * 61 * 2, 7168
-H200_HBM, H100_HBM, B200_HBM = 141e9, 80e9, 180e9
+# HBM as nvidia-smi reports it per GPU (143,771, 81,559 and 183,359 MiB; 141, 80 and 180 GB nominal): every
+# fit uses it, except llama_bf16_batch, whose question takes the bare nominal 80 GB.
+H200_HBM, H100_HBM, B200_HBM = 143_771 * 2**20, 81_559 * 2**20, 183_359 * 2**20
+H100_NOMINAL = 80e9
 H200_BW, B200_BW, NIC = 4.8e12, 8e12, 50e9
 HOST_DDR5, FS_NODE, QLC_SSD = (2e12, 614.4e9), (246.29e12, 40.3e9), (61.44e12, 7.2e9)   # capacity, bandwidth
 DEPTHS = (1, 2, 3, 4, 6, 8, 12, 16)                        # the chart's bars
@@ -60,8 +63,8 @@ def _jamba_fullest() -> float:
 
 
 def _kimi_bars():
-    """Memory per GPU of Kimi K2, FP8, on stages of 8 H100s, 64 x 32,768 tokens, m = P: bar by bar."""
-    cache = 64 * 32768 * KIMI_KV / 8
+    """Memory per GPU of Kimi K2, FP8, on stages of 8 H100s, 88 x 32,768 tokens, m = P: bar by bar."""
+    cache = 88 * 32768 * KIMI_KV / 8
     return [(KIMI_N / (8 * p), cache) for p in DEPTHS]
 
 
@@ -82,10 +85,10 @@ INDEPENDENT = {
     "per_chip_gb": ((2 * MIXTRAL_N + 4 * 16 * 16384 * MIXTRAL_KV) / 8 / 1e9, 0.005),
     "cache_per_chip_gb": (8 * 65536 * LLAMA70_KV / 8 / 1e9, 1e-9),
     "crossover_stages": (MIXTRAL_N * 1 / (64 * 8192 * MIXTRAL_KV), 0.005),
-    # At 126 stages, one layer each: C E/(L b_kv) less the weights' share, N b_w/(P L b_kv).
+    # At 126 stages, one layer each: C E/(L b_kv) less the weights' share, N b_w/(P L b_kv): 40 (38 at 180 GB).
     "batch_ceiling": (math.floor((B200_HBM * 0.9 * 8 - 2 * LLAMA405_N / 126) / (65536 * LLAMA405_KV)), 1e-9),
     "token_ms": (_kimi_token(), 0.005),
-    "llama_bf16_batch": (math.floor((H100_HBM - 2 * LLAMA405_N / 16) / (8192 * LLAMA405_KV / 8)), 1e-9),
+    "llama_bf16_batch": (math.floor((H100_NOMINAL - 2 * LLAMA405_N / 16) / (8192 * LLAMA405_KV / 8)), 1e-9),
     "fits_from_stages": (next(p for p, (w, k) in zip(DEPTHS, _kimi_bars()) if w + k <= 0.9 * H100_HBM), 1e-9),
     "fullest_chip_ratio": (_jamba_fullest(), 0.002),
     "zero_fewest_gpus": (_mixtral_stage2_fewest(), 1e-9),

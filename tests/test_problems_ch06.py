@@ -23,7 +23,7 @@ YEAR = 365.25 * 24 * 3600
 QWEN_ACTIVE = 22.19e9               # Qwen3-235B-A22B: 22 B activated (blog, Table 2); our count of its config
 QWEN = dict(layers=94, kv_heads=4, q_heads=64, d_head=128)      # config.json
 GB200_FP8, GB200_BF16, GB200_W = 5e15, 2.5e15, 8e12              # GB200 NVL72 spec, per GPU, dense
-H200_HBM, H200_W = 141e9, 4.8e12                                 # H200 datasheet
+H200_HBM, H200_W = 143_771 * 2**20, 4.8e12                       # nvidia-smi per H200 (141 GB nominal); datasheet
 H200_FP8, H200_BF16 = 1978.9e12, 989.4e12                        # H200 datasheet, dense
 LLAMA405 = dict(active=405.85e9, layers=126, q_heads=128, kv_heads=8, d_head=128)   # config.json
 LLAMA8 = dict(active=8.03e9, layers=32, q_heads=32, d_head=128)                        # Llama 3.1 8B config.json

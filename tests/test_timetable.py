@@ -3,7 +3,7 @@ hand-worked schedules, statistics, conservation laws and the closed form where i
 
 Every expected number is worked out here from published inputs: the models' config.json files
 (parameter counts and KV bytes by hand) and the H100 SXM datasheet (3.35 TB/s, 989.4 dense BF16
-TFLOP/s, 80 GB), never read back from the code under test.
+TFLOP/s; 80 GB nominal, 81,559 MiB as nvidia-smi reports it), never read back from the code under test.
 """
 import math
 
@@ -15,7 +15,7 @@ from chalk import roofline, timetable
 from chalk.errors import ChalkError, DoesNotFit
 from chalk.notation import T, lam
 
-W_H100, F_H100, HBM_H100 = 3.35e12, 989.4e12, 80e9
+W_H100, F_H100, HBM_H100 = 3.35e12, 989.4e12, 81_559 * 2**20
 # Llama 3.1 8B (config.json): 32 layers, d 4096, 32 query and 8 KV heads of 128, FFN 14336 gated,
 # vocabulary 128256 untied; norms left out (66 vectors, 0.003%), as the catalog leaves them out.
 N_8B = 32 * (2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336) + 2 * 128256 * 4096
@@ -136,16 +136,16 @@ def test_every_token_is_computed_once_with_causal_attention():
 
 
 def _seat_bound_run():
-    # Llama 3.1 8B on one H100 with 90% of 80 GB usable: 55.9 GB beside the weights, 4096 + 1024
-    # tokens of 131 kB each reserve 0.67 GB: 83 seats. A sequence lives ~1024 passes of ~20 ms,
-    # so seats turn over at ~4 requests/s, below the 5/s offered.
+    # Llama 3.1 8B on one H100 with 90% of its 85.52 GB usable: 60.9 GB beside the weights, 4096 + 1024
+    # tokens of 131 kB each reserve 0.67 GB: 90 seats. A sequence lives ~1024 passes of ~20 ms,
+    # so seats turn over at ~4.4 requests/s, below the 5/s offered.
     return timetable.simulate(**LLAMA_8B, rate=5.0, n_requests=300, prompt=4096, output=1024, seed=5)
 
 
 def test_hbm_seats_are_never_exceeded_and_do_fill():
     run = _seat_bound_run()
     seats = (0.9 * HBM_H100 - 2 * N_8B) // (5120 * KV_8B)
-    assert seats == 83
+    assert seats == 90
     assert run.pass_batch.max() == seats
     # Reserved KV of the requests in each pass, from their own board and finish times.
     inside = (run.boarded[None, :] <= run.pass_start[:, None]) & (run.pass_start[:, None] < run.finished[None, :])
@@ -186,27 +186,27 @@ def test_offered_load_worked_by_hand():
     chat = timetable.offered_load(**LLAMA_70B, rate=130, prompt=128, output=256)
     assert chat.compute_share == pytest.approx(130 * per_request, rel=1e-9)
     assert chat.compute_share == pytest.approx(0.891, abs=5e-4)
-    # 1024 + 2048 tokens: 90% of 640 GB less 141 GB of weights, over 3072 x 327,680 B a request:
-    # 432 seats. Full, a decode pass reads the weights and 432 caches at the mean context
-    # 1024 + 2048/2 = 2048 tokens (16.08 ms, its compute only 7.99 ms). A pass that also prefills
-    # a whole prompt has 431 decoding and 1024 prompt tokens: its compute, 26.40 ms, outlasts its
-    # memory, 16.07 ms, and stalls the pass by 10.32 ms.
+    # 1024 + 2048 tokens: 90% of 684.2 GB (8 x 85.52 GB as reported) less 141 GB of weights, over
+    # 3072 x 327,680 B a request: 471 seats. Full, a decode pass reads the weights and 471 caches at
+    # the mean context 1024 + 2048/2 = 2048 tokens (17.06 ms, its compute only 8.72 ms). A pass that
+    # also prefills a whole prompt has 470 decoding and 1024 prompt tokens: its compute, 27.13 ms,
+    # outlasts its memory, 17.05 ms, and stalls the pass by 10.07 ms.
     seats = (0.9 * 8 * HBM_H100 - 2 * N_70B) // (3072 * KV_70B)
-    assert seats == 432
+    assert seats == 471
     full = (2 * N_70B + seats * 2048 * KV_70B) / (8 * W_H100)
     prefill_pass = ((seats - 1) * (2 * N_70B + 2048 * ATT_70B) + 1024 * 2 * N_70B + ATT_70B * 1024 * 1025 / 2) / (8 * F_H100)
     assert prefill_pass > (2 * N_70B + ((seats - 1) * 2048 + 1024) * KV_70B) / (8 * W_H100)
-    long = timetable.offered_load(**LLAMA_70B, rate=12, prompt=1024, output=2048)
+    long = timetable.offered_load(**LLAMA_70B, rate=12.5, prompt=1024, output=2048)
     assert long.seats == seats
     assert long.t_full == pytest.approx(full, rel=1e-9)
     assert long.t_stall == pytest.approx(prefill_pass - full, rel=1e-9)
     assert long.t_full_compute == pytest.approx(seats * (2 * N_70B + 2048 * ATT_70B) / (8 * F_H100), rel=1e-9)
     assert long.t_prompt == pytest.approx((1024 * 2 * N_70B + ATT_70B * 1024 * 1025 / 2) / (8 * F_H100), rel=1e-9)
-    # Each request holds a seat for 2048 passes and stalls one: 432 / (2048 t_full + 432 t_stall).
-    assert long.seat_turnover == pytest.approx(seats / (2048 * full), rel=1e-9)            # 13.12 /s
-    assert long.seat_capacity == pytest.approx(seats / (2048 * full + seats * (prefill_pass - full)), rel=1e-9)  # 11.55 /s
-    assert long.seat_turnover > 12 > long.seat_capacity
-    assert long.seat_load == pytest.approx(12 / long.seat_capacity, rel=1e-12)
+    # Each request holds a seat for 2048 passes and stalls one: 471 / (2048 t_full + 471 t_stall).
+    assert long.seat_turnover == pytest.approx(seats / (2048 * full), rel=1e-9)            # 13.48 /s
+    assert long.seat_capacity == pytest.approx(seats / (2048 * full + seats * (prefill_pass - full)), rel=1e-9)  # 11.87 /s
+    assert long.seat_turnover > 12.5 > long.seat_capacity
+    assert long.seat_load == pytest.approx(12.5 / long.seat_capacity, rel=1e-12)
 
 
 def test_steady_state_utilisation_equals_the_offered_load():
@@ -231,13 +231,13 @@ def test_steady_state_utilisation_equals_the_offered_load():
 
 
 def test_past_seat_capacity_the_seats_serve_at_capacity():
-    # 12 requests/s of 1024 + 2048 tokens: below the 13.1/s that full seats turn over if prefill
-    # were free, above the 11.55/s they turn over when each whole prompt stalls a pass (worked
+    # 12.5 requests/s of 1024 + 2048 tokens: below the 13.48/s that full seats turn over if prefill
+    # were free, above the 11.87/s they turn over when each whole prompt stalls a pass (worked
     # above). Once the seats are full (the first request that waits for one) and one seat
     # lifetime later, completions run at the stalled capacity within 3% (a pass that prefills two
-    # prompts costs a little more than two stalls), 10% below the prefill-free figure.
-    load = timetable.offered_load(**LLAMA_70B, rate=12, prompt=1024, output=2048)
-    run = timetable.simulate(**LLAMA_70B, rate=12, n_requests=3000, prompt=1024, output=2048, seed=2)
+    # prompts costs a little more than two stalls), 12% below the prefill-free figure.
+    load = timetable.offered_load(**LLAMA_70B, rate=12.5, prompt=1024, output=2048)
+    run = timetable.simulate(**LLAMA_70B, rate=12.5, n_requests=3000, prompt=1024, output=2048, seed=2)
     start, stop = run.saturated_window()
     assert start == pytest.approx(run.departures[run.boarded > run.departures].min() + run.life)
     s = run.summary(start, stop)
@@ -299,7 +299,7 @@ def test_bad_input_names_the_parameter(kwargs, name):
 def test_what_does_not_fit_says_so():
     with pytest.raises(DoesNotFit, match="prompt \\+ output"):  # 120k tokens x 131 kB = 16 GB > 8 GB free
         timetable.simulate(**LLAMA_8B, rate=1.0, prompt=120_000, output=1000, headroom=0.7)
-    with pytest.raises(DoesNotFit):  # 141 GB of weights on one 80 GB H100
+    with pytest.raises(DoesNotFit):  # 141 GB of weights on one 85.5 GB H100
         timetable.simulate(**(LLAMA_70B | dict(chips=1)), rate=1.0)
 
 

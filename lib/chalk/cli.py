@@ -247,11 +247,12 @@ def _fit_report(args) -> tuple[str, bool]:
     from . import calculator
     f = calculator.fit(args.model, _target(args), args.batch, args.context, **_common(args))
     hw = calculator.resolve(_target(args), args.chips)
-    rows = [("hardware", f"{hw.label} ({hw.count} x {hw.chip.hbm_capacity / 1e9:,.0f} GB HBM)"),
+    nominal = f", {hw.chip.hbm_nominal / 1e9:,.0f} GB nominal" if hw.chip.hbm_reported else ""
+    rows = [("hardware", f"{hw.label} (HBM {hw.chip.hbm_words()}{nominal}, per chip)"),
             ("weights", _gb(f.weights)),
             (f"KV cache (batch {args.batch:,} x {_tokens(args.context)})", _gb(f.kv)),
             ("needed", _gb(f.needed)),
-            (f"available ({f.headroom:.0%} kept free)", _gb(f.available))]
+            (f"usable ({hw.count} x {hw.chip.hbm_words(1 - f.headroom)})", _gb(f.available))]
     if f.fits:
         rows.append(("verdict", f"fits, {_gb(f.available - f.needed)} to spare"))
     else:

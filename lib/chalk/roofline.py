@@ -285,7 +285,7 @@ class Replica:
         needed = float(np.max(self.weight_bytes + self.kv_bytes(batch, context)))
         have = self.usable_hbm(headroom)
         if needed > have:
-            kept = f" after keeping {headroom:.0%} free" if headroom else ""
+            kept = f" ({self.chip.hbm_words(1 - headroom)} each)"
             raise DoesNotFit(
                 f"does not fit: {self.model.display} in {self.dtype} with batch {np.max(batch):,.0f} x "
                 f"context {np.max(context):,.0f} needs {needed / 1e9:,.0f} GB, {self.chips} x "

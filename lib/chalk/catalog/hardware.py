@@ -28,7 +28,8 @@ class Chip:
     status: str
     peak_flops: dict[str, float] = field(repr=False)
     hbm_capacity: float
-    """bytes"""
+    """bytes every fit uses: the device's own report of its HBM where the catalog holds one
+    (nvidia-smi's total), the nominal figure otherwise (``hbm_reported`` says which)"""
     hbm_bandwidth: float
     """bytes per second"""
     scale_up_bandwidth: float
@@ -50,6 +51,10 @@ class Chip:
     """whether the scale-up switch reduces in the network (NVLink SHARP)"""
     allreduce_source: str = ""
     allreduce_as_of: str = ""
+    hbm_nominal: float = 0.0
+    """bytes, the capacity the vendor prints ("80 GB"), which tables show beside the reported one"""
+    hbm_reported_source: str = ""
+    hbm_reported_as_of: str = ""
 
     def flops(self, dtype: str = "bf16") -> float:
         """Dense peak FLOP/s in ``dtype``; raises naming the formats this chip supports."""
@@ -62,6 +67,18 @@ class Chip:
     def intensity(self, dtype: str = "bf16") -> float:
         """Hardware intensity r = F/W in FLOP per byte of HBM traffic."""
         return self.flops(dtype) / self.hbm_bandwidth
+
+    @property
+    def hbm_reported(self) -> bool:
+        """Whether ``hbm_capacity`` is the device's own report (True) or the nominal figure."""
+        return bool(self.hbm_reported_source)
+
+    def hbm_words(self, share: float = 1.0) -> str:
+        """``share`` of the capacity every fit uses, and which figure it is: "90% of 85.5 GB as
+        reported" (an "80 GB" H100), "186 GB nominal"."""
+        basis = "as reported" if self.hbm_reported else "nominal"
+        amount = f"{self.hbm_capacity / 1e9:,.1f} GB {basis}"
+        return amount if share == 1 else f"{share:.0%} of {amount}"
 
     @property
     def dtypes(self) -> tuple[str, ...]:
@@ -84,6 +101,7 @@ STATUSES = ("shipping", "announced")
 
 # A figure may be typed in the unit its source prints; each quantity lists (key, bytes per unit).
 _UNITS = {"hbm": (("hbm_GB", 1e9), ("hbm_GiB", 2.0**30)),
+          "hbm_reported": (("hbm_reported_MiB", 2.0**20), ("hbm_reported_bytes", 1.0)),
           "scale_out": (("scale_out_GBps_per_direction", 1e9), ("scale_out_Gbps_per_direction", 1e9 / 8))}
 
 
@@ -113,6 +131,21 @@ def _allreduce(where: str, e: dict) -> dict:
                 allreduce_source=e["allreduce_source"], allreduce_as_of=e["allreduce_as_of"])
 
 
+def _hbm(where: str, e: dict) -> dict:
+    """The capacity fits use and the nominal one: the device's report (with its own source and
+    date) where there is one, else the nominal figure for both."""
+    nominal = _in_bytes(where, e, "hbm")
+    if not any(key in e for key, _ in _UNITS["hbm_reported"]):
+        return dict(hbm_capacity=nominal, hbm_nominal=nominal)
+    reported = _in_bytes(where, e, "hbm_reported")
+    if not 0.9 * nominal <= reported <= 1.2 * nominal:
+        raise ChalkError(f"{where}: the reported HBM ({reported / 1e9:.1f} GB) should be within -10%/+20% "
+                         f"of the nominal {nominal / 1e9:.1f} GB")
+    catalog.check_source(where, e.get("hbm_reported_source", ""), e.get("hbm_reported_as_of", ""), "hbm_reported_")
+    return dict(hbm_capacity=reported, hbm_nominal=nominal, hbm_reported_source=e["hbm_reported_source"],
+                hbm_reported_as_of=e["hbm_reported_as_of"])
+
+
 def _rental(where: str, e: dict):
     """The optional (low, high) $/chip-hour range, which must carry its own source and date."""
     if "rental_usd_per_hour" not in e:
@@ -140,7 +173,7 @@ def catalog_chips() -> dict[str, Chip]:
         chips[name] = Chip(
             name=name, vendor=e["vendor"], status=e["status"],
             peak_flops={d: float(v) * 1e12 for d, v in e["tflops"].items()},
-            hbm_capacity=_in_bytes(where, e, "hbm"), hbm_bandwidth=e["hbm_TBps"] * 1e12,
+            **_hbm(where, e), hbm_bandwidth=e["hbm_TBps"] * 1e12,
             scale_up_bandwidth=e["scale_up_GBps_per_direction"] * 1e9, scale_up_domain=e["scale_up_domain"],
             scale_out_bandwidth=_in_bytes(where, e, "scale_out"),
             source=e["source"], as_of=e["as_of"], note=e.get("note", ""),

@@ -24,7 +24,8 @@ CROSS = dict(model="mixtral-8x7b", dtype="fp8", batch=64, context=8192)
 """``crossover_stages``: P* for Mixtral 8x7B served in FP8."""
 CEILING = dict(model="llama-3.1-405b", system="hgx-b200", context=65536)
 """``batch_ceiling``: the largest micro-batch no number of stages lifts (usable HBM, BF16 cache); C E/(L b_kv)
-is 38.3, so 38 sequences fit from 76 stages on, within the model's 126 layers (an H200's 30.02 needed 1,200)."""
+is 40.9 at the 192.27 GB a B200 reports, so 40 sequences fit from 26 stages on, within the model's 126 layers
+(an H200's 32.09 would need 262)."""
 SLOW_HOPS = dict(model="qwen3-235b-a22b", system="hgx-h200", dtype="fp8", batch=64, context=32768, stages=(4, 8),
                  latency=1e-3)
 """``slow_hops_cache``: the cache per GPU when a busy pipeline deepens over slow (1 ms) hops."""
@@ -37,15 +38,16 @@ TOKEN = dict(model="kimi-k2", system="hgx-h200", dtype="bf16", batch=32, context
 """``token_ms``: a token's time on an MoE pipelined over three HGX H200s, slow hops (2 ms) and a stated
 all-to-all per MoE layer."""
 PUBLISHED = dict(deployment="llama-3.1-405b-bf16", context=8192)
-"""``llama_bf16_batch``: the published two-machine BF16 layout of Llama 3 405B (bare 80 GB per GPU)."""
+"""``llama_bf16_batch``: the published two-machine BF16 layout of Llama 3 405B, with the bare nominal 80 GB per
+GPU the question states (an H100 reports 85.52 GB)."""
 ZERO = dict(model="mixtral-8x7b", chip="H200", recipe="zero-mixed-adam", chips=64, stage=2)
 """``zero_lowest_stage`` and ``zero_fewest_gpus``: which ZeRO stage fits, and on how few GPUs."""
-PLOT = dict(model="kimi-k2", system="hgx-h100", dtype="fp8", batch=64, context=32768)
+PLOT = dict(model="kimi-k2", system="hgx-h100", dtype="fp8", batch=88, context=32768)
 """The chart of ``fits_from_stages``, drawn in the problem set by ``memory_capacity.stages_figure``: every
 bar at least 10% away from the usable-HBM line, so the answer can be read off the chart."""
 LAYOUT = dict(model="jamba-v0.1", dtype="bf16", expert_parallel=8, stages=3, batch=32, context=32768)
 """``fullest_chip_ratio``: the placement's fullest chip over the formula."""
-PARK = dict(model="llama-3.1-70b", system="hgx-h200", sequences=40, context=65536, within=0.2,
+PARK = dict(model="llama-3.1-70b", system="hgx-h200", sequences=43, context=65536, within=0.2,
             tiers=("ddr5-hgx-h200", "3fs-storage-node", "ssd-bm1743"))
 """``parked_tier``: where idle conversations' caches wait, to be back in HBM within 0.2 s."""
 
@@ -98,10 +100,11 @@ def _token_ms(stages=TOKEN["stages"], alltoall=TOKEN["alltoall"], every_expert=F
 
 
 def _published_batch(microbatches=None, headroom=0.0) -> float:
-    """The largest micro-batch of ``context`` tokens beside the published layout's weights, bare HBM."""
+    """The largest micro-batch of ``context`` tokens beside the published layout's weights, in the bare
+    nominal HBM the question takes."""
     lay = memory_data.deployment(PUBLISHED["deployment"])
     P_, E_ = int(lay["pipeline"]), int(lay["attention_tensor"])
-    free = hardware.get("H100-SXM").hbm_capacity * (1 - headroom) - memory.per_chip(lay["model"], 0, 0, "bf16", E_, P_)
+    free = hardware.get("H100-SXM").hbm_nominal * (1 - headroom) - memory.per_chip(lay["model"], 0, 0, "bf16", E_, P_)
     per_sequence = memory.per_chip(lay["model"], 1, PUBLISHED["context"], "bf16", E_, P_, microbatches) \
         - memory.per_chip(lay["model"], 0, 0, "bf16", E_, P_)
     return float(math.floor(free / per_sequence))
@@ -309,14 +312,14 @@ EXERCISES = (
         },
         answer="b",
         feedback={
-            "a": "they would fit, just: 40 caches take nearly all the usable HBM the weights leave, so the "
+            "a": "they would fit, just: 43 caches take nearly all the usable HBM the weights leave, so the "
                  "sequences being decoded would have no room. Parking is for the idle ones.",
             "c": "that would do if users could wait longer: it holds them, but at the node's bandwidth one cache "
                  "takes more than the 0.2 s allowed to come back.",
             "d": "that would do if users could wait seconds: it holds them, but at the drive's bandwidth one "
                  "cache takes that long to come back.",
         },
-        hint="two tests for each tier (tiers.catalog_tiers()): do the 40 caches fit its capacity, and does one "
+        hint="two tests for each tier (tiers.catalog_tiers()): do the 43 caches fit its capacity, and does one "
              "cache come back within 0.2 s at its bandwidth?"),
     Choice(
         id="zero_lowest_stage", topic="ZeRO: which stage fits",
