@@ -14,10 +14,9 @@ from chalk.catalog import reference
 
 HEAVY = ("sympy", "matplotlib", "ipywidgets")
 
-# `list deployments` draws on chalk.moe (experts per GPU, domain sizes), whose formulas are SymPy's;
-# `list models` evaluates the catalog's formulas through model_numeric and needs none.
-NEEDS_SYMPY = {"deployments"}
-LIST_SETS = [name for name in reference.LISTS if name not in NEEDS_SYMPY]
+# Every set: `list models` evaluates the catalog's formulas through model_numeric, `list deployments`
+# chalk.moe's through moe_numeric.
+LIST_SETS = list(reference.LISTS)
 
 
 def _heavy_imports(*argv: str) -> tuple[int, list[str]]:

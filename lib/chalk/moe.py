@@ -23,13 +23,12 @@ of the rate real kernels reach, both from DeepSeek's published measurements.
 import math
 from dataclasses import dataclass
 from functools import cache
-from types import MappingProxyType
 
 import numpy as np
 import sympy as sp
 
 from . import catalog
-from .catalog import hardware, layouts, memory_data, models, systems
+from .catalog import domains, hardware, layouts, memory_data, models, moe_numeric, systems
 from .errors import ChalkError, in_range, lookup, non_negative, positive, positive_int
 from .lazy import Lazy
 from .notation import (C, E, F, M_dom, S, W, W_out, W_up, alpha_link, b_act, b_w, d_ff, d_model, eta_link,
@@ -211,11 +210,6 @@ def __imbalance():
 
 
 @_derived
-def __experts_per_chip():
-    return sp.lambdify((n_exp, n_red, E), experts_per_chip_expr, modules=_modules)
-
-
-@_derived
 def __dropped():
     return sp.lambdify((n_step, k, n_exp, gamma), dropped_fraction_expr,
                        modules=[{"erfc": np.vectorize(math.erfc, otypes=[float])}, "numpy"])
@@ -300,7 +294,7 @@ def experts_per_chip(model, chips, redundant=0) -> int:
     model = _moe_model(model)
     chips = positive_int("chips", chips)
     redundant = _redundant(redundant)
-    return int(__experts_per_chip()(model.moe["n_routed_experts"], redundant, chips))
+    return int(moe_numeric.EXPERTS_PER_CHIP(E=chips, n_exp=model.moe["n_routed_experts"], n_red=redundant))
 
 
 def experts_on_chips(model, chips, count=None, redundant=0) -> list[int]:
@@ -406,8 +400,8 @@ def max_total_params(system, dtype="bf16", headroom=HEADROOM) -> float:
     """The most parameters whose weights fit in the system's HBM (no KV): N_tot bounded by domain size."""
     sys_ = _system(system)
     in_range("headroom", headroom, 0, 0.99)
-    return float(max_total_params_expr.subs({S: sys_.count, C: sys_.chip.hbm_capacity * (1 - headroom),
-                                             b_w: hardware.bytes_per_weight(dtype)}))
+    return float(moe_numeric.MAX_TOTAL_PARAMS(C=sys_.chip.hbm_capacity * (1 - headroom), S=sys_.count,
+                                              b_w=hardware.bytes_per_weight(dtype)))
 
 
 # --- all-to-all ---------------------------------------------------------------------------------
@@ -842,52 +836,9 @@ def simulate_routing(model, chips, tokens, redundant=0, skew=0.0, trials=16, see
 
 
 # --- published deployments and the growth of the scale-up domain ----------------------------------
-_QUOTED = catalog.load("quoted.toml")
-
-
-def _quoted(name: str) -> MappingProxyType:
-    """One entry of ``data/quoted.toml``, its numbers checked."""
-    entry = _QUOTED[name]
-    catalog.require(f"quoted.toml [{name}]", entry, {key: float for key in entry if key not in ("source", "as_of")})
-    return MappingProxyType(entry)
-
-
-LECTURE = _quoted("lecture-moe")
-"""The lecture's figures of this segment: 64 expert chips, the 640 GB Hopper box, the 10-20 TB
-Blackwell rack and its 5 T-parameter model, Rubin's "500-something" and its "genuine 4x"."""
-ROADMAP = _quoted("nvidia-gtc2025-roadmap")
-"""Dies per package (Blackwell, Rubin, Rubin Ultra) and the announced Rubin Ultra NVL576 domain."""
-NVLINK_SIGNALLING = _quoted("nvlink-signalling")
-COPPER_REACH = {int(e["lane_Gbps"]): float(e["reach_m"]) for e in map(_quoted, ("copper-reach-50g", "copper-reach-100g"))}
-"""Published reach of passive copper cable (metres) by lane rate (Gb/s)."""
-
-
-@dataclass(frozen=True)
-class Deployment:
-    """A published expert-parallel deployment of DeepSeek-V3 (``quoted.toml``, ``deployment-*``)."""
-    name: str
-    chips: int
-    nodes: int
-    redundant: int
-    printed_experts_per_chip: int
-    source: str
-    as_of: str = ""
-
-    @property
-    def experts_per_chip(self) -> int:
-        """What chalk computes for it, to set beside the printed figure."""
-        return experts_per_chip("deepseek-v3", self.chips, self.redundant)
-
-
-def deployments() -> list[Deployment]:
-    """Every published DeepSeek-V3 deployment in the catalog."""
-    out = []
-    for name in _QUOTED:
-        if name.startswith("deployment-"):
-            e = _quoted(name)
-            out.append(Deployment(name.removeprefix("deployment-"), int(e["chips"]), int(e["nodes"]),
-                                  int(e["redundant"]), int(e["printed_experts_per_chip"]), e["source"], e["as_of"]))
-    return out
+# SymPy-free, in chalk.catalog.domains (``python -m chalk list deployments`` prints them); re-exported.
+from .catalog.domains import (COPPER_REACH, LECTURE, NVLINK_SIGNALLING, ROADMAP, Deployment,  # noqa: E402
+                              Domain, deployments, domain_growth)
 
 
 def lane_rate(system) -> float:
@@ -906,12 +857,12 @@ def torus_shape(system) -> tuple[int, int] | None:
     an error."""
     sys_ = _system(system)
     name = f"torus-{sys_.name}"
-    if name in _QUOTED:
-        t = _quoted(name)
+    if name in domains.QUOTED:
+        t = domains.quoted(name)
         return int(t["dims"]), int(t["side"])
     if sys_.chip.vendor == "Google":
         raise ChalkError(f"system: no published torus shape for {sys_.name}; known: "
-                         f"{', '.join(n.removeprefix('torus-') for n in _QUOTED if n.startswith('torus-'))}")
+                         f"{', '.join(n.removeprefix('torus-') for n in domains.QUOTED if n.startswith('torus-'))}")
     return None
 
 
@@ -922,45 +873,25 @@ def torus_share(system) -> float:
     return 1.0 if shape is None else float(__torus_share()(*shape))
 
 
-@dataclass(frozen=True)
-class Domain:
-    """One scale-up domain as its vendor sells it: GPU packages, dies per package, HBM."""
-    name: str
-    packages: int
-    dies_per_package: int
-    hbm_per_package: float
-    """bytes"""
-    status: str
-
-    @property
-    def dies(self) -> int:
-        """The count NVIDIA's names use from Rubin on ("NVL576" = 144 packages x 4 dies)."""
-        return self.packages * self.dies_per_package
-
-    @property
-    def hbm(self) -> float:
-        return self.packages * self.hbm_per_package
-
-    def max_total_params(self, dtype="bf16", headroom=HEADROOM) -> float:
-        """The most parameters whose weights fit in the domain's HBM, ``headroom`` kept free."""
-        in_range("headroom", headroom, 0, 0.99)
-        return float(max_total_params_expr.subs({S: self.packages, C: self.hbm_per_package * (1 - headroom),
-                                                 b_w: hardware.bytes_per_weight(dtype)}))
+# --- the numeric forms ---------------------------------------------------------------------------
+NUMERIC = {"EXPERTS_PER_CHIP": experts_per_chip_expr, "MAX_TOTAL_PARAMS": max_total_params_expr}
+"""The formulas the catalog's tables evaluate (``chalk.catalog.domains``), written out as Python in
+``catalog/moe_numeric.py`` (``numeric_source``) so that ``python -m chalk list deployments`` needs no SymPy."""
 
 
-_DIES = {"H100-SXM": "hopper", "GB200": "blackwell", "GB300": "blackwell", "Rubin": "rubin"}
+def numeric_source() -> str:
+    """The text of ``catalog/moe_numeric.py``; keeping the file equal to it is a test."""
+    from .catalog.model_formulas import python_source
+    names = {value: name for name, value in globals().items() if isinstance(value, sp.Symbol)}
+    return python_source(NUMERIC, names, [
+        "The formulas of ``chalk.moe`` that the catalog's tables evaluate, as plain Python, so that",
+        "``python -m chalk list deployments`` needs no SymPy. Written by ``python -m chalk.moe``; do not",
+        "edit: a test keeps it equal to the formulas."])
 
 
-def domain_growth() -> list[Domain]:
-    """NVIDIA's scale-up domains by generation: Hopper's 8-GPU box, the Blackwell and Rubin racks
-    from the catalog, and the announced Rubin Ultra NVL576 (GTC 2025)."""
-    out = []
-    for name in ("hgx-h100", "gb200-nvl72", "gb300-nvl72", "vera-rubin-nvl72"):
-        sys_ = systems.get(name)
-        family = _DIES[sys_.chip.name]
-        dies = _quoted("hopper-dies")["dies_per_package"] if family == "hopper" else ROADMAP[f"{family}_dies_per_package"]
-        out.append(Domain(sys_.display, sys_.count, int(dies), sys_.chip.hbm_capacity, sys_.status))
-    out.append(Domain("Rubin Ultra NVL576 (as announced)", int(ROADMAP["rubin_ultra_packages"]),
-                      int(ROADMAP["rubin_ultra_dies_per_package"]), 1e9 * ROADMAP["rubin_ultra_hbm_GB_per_package"],
-                      "announced"))
-    return out
+if __name__ == "__main__":
+    from pathlib import Path
+
+    target = Path(__file__).with_name("catalog") / "moe_numeric.py"
+    target.write_text(numeric_source(), encoding="utf-8")
+    print(f"wrote {target}")

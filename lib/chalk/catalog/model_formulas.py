@@ -118,13 +118,12 @@ NUMERIC = {"ATTENTION_PARAMS": ATTENTION_PARAMS, "RELATIVE_POSITION_PARAMS": REL
 ``model_numeric.py`` (``numeric_source``) so that evaluating them needs no SymPy."""
 
 
-def numeric_source() -> str:
-    """The text of ``model_numeric.py``: every formula of ``NUMERIC`` as a function whose arguments
-    are its symbols' names in this module (``d_model``, ``n_kv``; ``Min`` as NumPy's ``minimum``, so
-    a context may be an array). Keeping the file equal to this text is a test."""
+def python_source(numeric: dict, names: dict, doc: list[str]) -> str:
+    """The text of a module of plain Python functions, one for each SymPy expression of ``numeric``
+    (nested in dicts as there), whose arguments are its symbols' names (``names``: symbol -> name);
+    ``Min`` is NumPy's ``minimum`` and ``ceiling`` its ``ceil``, so an argument may be an array. ``doc``
+    is the module docstring's lines. Written once by each module whose formulas it prints."""
     from sympy.printing.pycode import PythonCodePrinter
-
-    names = {value: name for name, value in globals().items() if isinstance(value, sp.Symbol)}
 
     class Printer(PythonCodePrinter):
         def _print_Symbol(self, expr):
@@ -132,6 +131,9 @@ def numeric_source() -> str:
 
         def _print_Min(self, expr):
             return f"minimum({', '.join(self._print(a) for a in expr.args)})"
+
+        def _print_ceiling(self, expr):
+            return f"ceil({self._print(expr.args[0])})"
 
     printer = Printer({"fully_qualified_modules": False})
 
@@ -145,12 +147,21 @@ def numeric_source() -> str:
             return "{\n" + inner + indent + "}"
         return function(value)
 
-    lines = ['"""The formulas of ``model_formulas`` as plain Python, so that a catalog entry\'s parameters,',
-             "KV-cache bytes and FLOPs are evaluated without SymPy. Written by",
-             "``python -m chalk.catalog.model_formulas``; do not edit: a test keeps it equal to the formulas.",
-             '"""', "from numpy import minimum", ""]
-    lines += [f"{name} = {entry(value, '')}" for name, value in NUMERIC.items()]
+    body = [f"{name} = {entry(value, '')}" for name, value in numeric.items()]
+    used = [f for f in ("ceil", "minimum") if any(f"{f}(" in line for line in body)]
+    lines = ['"""' + doc[0], *doc[1:], '"""', f"from numpy import {', '.join(used)}" if used else "", "", *body]
     return "\n".join(lines) + "\n"
+
+
+def numeric_source() -> str:
+    """The text of ``model_numeric.py``: every formula of ``NUMERIC`` as a function whose arguments
+    are its symbols' names in this module (``d_model``, ``n_kv``). Keeping the file equal to this
+    text is a test."""
+    names = {value: name for name, value in globals().items() if isinstance(value, sp.Symbol)}
+    return python_source(NUMERIC, names, [
+        "The formulas of ``model_formulas`` as plain Python, so that a catalog entry's parameters,",
+        "KV-cache bytes and FLOPs are evaluated without SymPy. Written by",
+        "``python -m chalk.catalog.model_formulas``; do not edit: a test keeps it equal to the formulas."])
 
 
 if __name__ == "__main__":

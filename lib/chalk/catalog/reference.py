@@ -3,9 +3,10 @@ notation module and the data."""
 from collections.abc import Mapping
 
 from .. import catalog
-# chalk.moe and chalk.notation build on SymPy: the tables that need them import them, so that
-# `python -m chalk --help` and the other sets of `list` start without it.
-from . import hardware, layouts, memory_data, models, prices, systems, tiers
+# chalk.notation builds on SymPy: the table that needs it imports it, so that `python -m chalk --help`
+# and every set of `list` start without it (chalk.moe's figures come through catalog.domains).
+from ..defaults import HEADROOM
+from . import domains, hardware, layouts, memory_data, models, prices, systems, tiers
 
 
 def _unbroken(cell: str) -> str:
@@ -55,10 +56,18 @@ def chips_table() -> str:
                    "source, as of"], rows)
 
 
+def _reported_hbm(chip) -> str:
+    if not chip.hbm_reported:
+        return "–"
+    return f"{chip.hbm_capacity / 1e9:,.2f} ([source]({chip.hbm_reported_source}), {chip.hbm_reported_as_of})"
+
+
 def chips_memory_table() -> str:
-    """HBM, the time to read all of it once, and what an hour of the chip rents for."""
-    return _table(["chip", "HBM GB", "HBM TB/s", "drain C/W ms", "rental $/chip-h", "source, as of"],
-                  [[chip.name, f"{chip.hbm_capacity / 1e9:,.0f}", f"{chip.hbm_bandwidth / 1e12:.2f}",
+    """HBM as the vendor prints it and as the device reports it (what every fit uses where it is
+    known), the time to read all of it once, and what an hour of the chip rents for."""
+    return _table(["chip", "HBM GB nominal", "HBM GB as reported", "HBM TB/s", "drain C/W ms", "rental $/chip-h",
+                   "source, as of"],
+                  [[chip.name, f"{chip.hbm_nominal / 1e9:,.0f}", _reported_hbm(chip), f"{chip.hbm_bandwidth / 1e12:.2f}",
                     f"{chip.drain_time * 1e3:.0f}", _rental(chip), _source(chip)]
                    for chip in hardware.catalog_chips().values()])
 
@@ -152,18 +161,30 @@ def prices_table() -> str:
                    "source, as of"], rows)
 
 
+# The tiers' descriptions are long ("Host DDR5 of an 8-GPU MI300X server (1.5 TiB, 2 EPYC 9374F)"):
+# printed once, beside the tier's name in the calculator, and the tables of figures are keyed by
+# that name, as the chips' tables are by the chip's.
+def tiers_about_table() -> str:
+    """What each storage tier is, and the system whose host memory it is."""
+    return _table(["tier", "what it is", "host memory of", "source, as of"],
+                  [[f"`{t.name}`", t.display, f"`{t.system}`" if t.system else "–", _source(t)]
+                   for t in tiers.catalog_tiers().values()])
+
+
 def tiers_table() -> str:
     """Each storage tier's size and speed."""
-    rows = [[t.display, f"`{t.name}`", f"`{t.system}`" if t.system else "–", f"{t.capacity / 1e12:g}",
-             f"{t.bandwidth / 1e9:g}", f"{float(f'{t.drain_time:.3g}'):,g}", _source(t)]
+    rows = [[f"`{t.name}`", f"{t.capacity / 1e12:,g}", f"{t.bandwidth / 1e9:,g}",
+             f"{float(f'{t.drain_time:.3g}'):,g}", _source(t)]
             for t in tiers.catalog_tiers().values()]
-    return _table(["tier", "name", "host of", "capacity TB", "read GB/s", "drain C/W s", "source, as of"], rows)
+    return _table(["tier", "capacity TB", "read GB/s", "drain C/W s", "source, as of"], rows)
 
 
 def tiers_price_table() -> str:
-    """What holding a gigabyte in each tier costs an hour, its purchase price amortised."""
-    return _table(["tier", f"$ per GB-hour ({tiers.LIFETIME_YEARS:g}-year amortisation)", "price source, as of"],
-                  [[t.display, f"{t.usd_per_byte_second * 1e9 * 3600:.2g}", f"[source]({t.price_source}), {t.price_as_of}"]
+    """What holding a terabyte in each tier costs an hour, its purchase price amortised (per TB, so
+    that the cheapest tier's figure reads 0.00047 rather than 4.7e-07)."""
+    return _table(["tier", f"$ per TB-hour ({tiers.LIFETIME_YEARS:g}-year amortisation)", "price source, as of"],
+                  [[f"`{t.name}`", f"{t.usd_per_byte_second * 1e12 * 3600:.2g}",
+                    f"[source]({t.price_source}), {t.price_as_of}"]
                    for t in tiers.catalog_tiers().values()])
 
 
@@ -206,10 +227,9 @@ def scaling_fits_table() -> str:
 
 # --- Chapters 2 and 3: deployments, layouts, scale-up domains, measured links ------------------
 def expert_placement_table() -> str:
-    from .. import moe
     quoted = catalog.load("quoted.toml")
     rows = [[f"`{d.name}`", f"{d.chips:,}", f"{d.nodes:,}", f"{d.redundant:,}", f"{d.printed_experts_per_chip}",
-             f"{d.experts_per_chip}", _source(quoted[f"deployment-{d.name}"])] for d in moe.deployments()]
+             f"{d.experts_per_chip}", _source(quoted[f"deployment-{d.name}"])] for d in domains.deployments()]
     return _table(["deployment", "expert-parallel GPUs", "nodes", "redundant experts",
                    "routed experts per GPU, printed", "computed", "source, as of"], rows)
 
@@ -252,13 +272,12 @@ def training_figures_table() -> str:
 
 def domains_table() -> str:
     """NVIDIA's scale-up domains by generation (``chalk.moe.domain_growth``)."""
-    from .. import moe
     by_display = {s.display: s for s in systems.catalog_systems().values()}
     rows = [[d.name, d.status, f"{d.packages:,}", f"{d.dies_per_package}", f"{d.dies:,}", f"{d.hbm / 1e12:,.3g}",
-             f"{d.max_total_params('fp8') / 1e12:,.3g}", _source(by_display.get(d.name, moe.ROADMAP))]
-            for d in moe.domain_growth()]
+             f"{d.max_total_params('fp8') / 1e12:,.3g}", _source(by_display.get(d.name, domains.ROADMAP))]
+            for d in domains.domain_growth()]
     return _table(["domain", "status", "GPU packages", "dies per package", "dies", "HBM TB",
-                   f"largest FP8 model, T parameters ({moe.HEADROOM:.0%} kept free)", "source, as of"], rows)
+                   f"largest FP8 model, T parameters ({HEADROOM:.0%} kept free)", "source, as of"], rows)
 
 
 def deepep_table() -> str:
@@ -326,7 +345,8 @@ LISTS = {
     "models": {"models": models_table, "models: parameters and training tokens": models_params_table,
                "models: KV cache and context": models_kv_table},
     "prices": {"prices": prices_table},
-    "tiers": {"tiers": tiers_table, "tiers: price": tiers_price_table},
+    "tiers": {"tiers": tiers_about_table, "tiers: size and speed": tiers_table,
+              "tiers: price": tiers_price_table},
     "deployments": {"DeepSeek-V3's expert placement": expert_placement_table,
                     "serving layouts": serving_layouts_table, "serving layouts: parallelism": serving_degrees_table,
                     "training layouts": training_layouts_table,
