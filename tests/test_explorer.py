@@ -316,3 +316,130 @@ def test_moving_the_first_widget_changes_the_picture(module):
     widget.value = values[here - 1 if here == len(values) - 1 else here + 1]
     assert ex.params[name] == widget.value
     assert bytes(ex.image.value) != before and ex.text.value != text
+
+
+# --- every chapter's explorer: labels, menus, figure, work per move ----------------------------
+@pytest.fixture(scope="module")
+def chapter_explorers():
+    """One explorer per chapter, built once: the checks below only read them or move them."""
+    return {module: importlib.import_module(f"chalk.figures.{module}").Explorer() for module in EXPLORERS}
+
+
+@pytest.mark.parametrize("module", EXPLORERS)
+def test_every_control_shows_its_whole_label(chapter_explorers, module):
+    """ipywidgets gives a description about 80 px and cuts the rest ("batch (se…" in JupyterLab):
+    each control must size its description to its text."""
+    ex = chapter_explorers[module]
+    for c in ex.controls:
+        w = ex.widgets[c.name]
+        assert w.description == c.label and c.label.strip(), c.name
+        assert w.style.description_width == "initial", f"{module}: {c.label!r} is cut at ipywidgets' default width"
+
+
+def catalog_ids() -> set:
+    from chalk.catalog import prices, systems
+    from chalk.catalog.overtraining import FITS
+    return (set(models.names()) | set(systems.names()) | set(hardware.names()) | set(prices.names())
+            | set(FITS) | set(hardware.BYTES_PER_ELEMENT))
+
+
+@pytest.mark.parametrize("module", EXPLORERS)
+def test_menus_show_names_not_catalog_ids(chapter_explorers, module):
+    ex = chapter_explorers[module]
+    ids = catalog_ids()
+    for c in ex.controls:
+        if isinstance(c, explorer.Dropdown):
+            labels = [label for label, _ in ex.widgets[c.name].options]
+            assert not ids & set(labels), f"{module}'s {c.label} menu shows catalog ids {sorted(ids & set(labels))}"
+            assert len(set(labels)) == len(labels), f"{module}'s {c.label} menu names two entries alike"
+
+
+def test_catalog_options_are_the_catalogs_own_names():
+    from chalk.catalog import prices, systems
+    assert explorer.catalog_options(["hgx-h100", "llama-3-70b", "fp8", "anthropic/claude-sonnet-4.5"]) == (
+        (systems.get("hgx-h100").display, "hgx-h100"), (models.get("llama-3-70b").display, "llama-3-70b"),
+        ("FP8", "fp8"), (prices.get("anthropic/claude-sonnet-4.5").model, "anthropic/claude-sonnet-4.5"))
+    label, _ = explorer.catalog_options(["H100-SXM"])[0]
+    assert label == "NVIDIA H100-SXM"  # a chip has no display name: its vendor makes the label differ
+    with pytest.raises(ChalkError, match="gpt-9"):
+        explorer.catalog_options(["gpt-9"])
+
+
+def texts_outside(fig) -> list[str]:
+    """The text artists a full draw of ``fig`` paints that reach past the figure's edges."""
+    from unittest import mock
+    from matplotlib.text import Text
+    drawn, draw = [], Text.draw
+
+    def record(self, renderer):
+        draw(self, renderer)
+        if self.get_visible() and self.get_text().strip():
+            drawn.append(self)
+
+    with mock.patch.object(Text, "draw", record):
+        fig.canvas.draw()
+    renderer, edge = fig.canvas.get_renderer(), fig.bbox
+    return [f"{t.get_text()!r} spans x {b.x0:.0f}-{b.x1:.0f}, y {b.y0:.0f}-{b.y1:.0f} of {edge.width:.0f} x {edge.height:.0f}"
+            for t in drawn for b in [t.get_window_extent(renderer)]
+            if b.x0 < -0.5 or b.y0 < -0.5 or b.x1 > edge.x1 + 0.5 or b.y1 > edge.y1 + 0.5]
+
+
+def test_texts_outside_sees_a_clipped_label():
+    from chalk.figures.canvas import new_figure
+    fig, (ax,) = new_figure(3, 2)
+    ax.set_xlabel("a label far too long to fit a figure three inches wide, cut at both ends")
+    assert texts_outside(fig) and "far too long" in texts_outside(fig)[0]
+
+
+@pytest.mark.parametrize("module", EXPLORERS)
+def test_explorer_figure_is_not_clipped(chapter_explorers, module):
+    """Every label, tick and legend entry lies inside the picture, as built and along the reader's
+    session (other models, systems and axis limits)."""
+    ex = chapter_explorers[module]
+    assert texts_outside(ex.figure.fig) == []
+    for params in importlib.import_module(f"chalk.figures.{module}").SESSION[::6]:
+        ex.update(**params)
+        assert texts_outside(ex.figure.fig) == [], params
+
+
+@pytest.mark.parametrize("module", EXPLORERS)
+def test_a_move_compiles_nothing_and_redraws_only_what_moved(chapter_explorers, module):
+    """What keeps a slider under a frame or two: no SymPy lambdify after the explorer is built
+    (the reader's whole session), no full redraw of the figure on a slider move, and, once a view
+    has been seen, no text drawn again (labels are pasted from cached pixels)."""
+    import sys
+    from unittest import mock
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
+    ex = chapter_explorers[module]
+    session = importlib.import_module(f"chalk.figures.{module}").SESSION
+    moves = []
+    for c in ex.controls:
+        if isinstance(c, explorer.Slider):
+            i = c.stops.index(min(c.stops, key=lambda s: abs(s - ex.params[c.name])))
+            j = i - 1 if i else i + 1
+            moves += [{c.name: c.stops[j]}, {c.name: c.stops[i]}]
+    counts = {"lambdify": 0, "full draw": 0, "text": 0}
+
+    def counting(name, f):
+        def wrapped(*args, **kwargs):
+            counts[name] += 1
+            return f(*args, **kwargs)
+        return wrapped
+
+    lambdify = sys.modules["sympy.utilities.lambdify"]
+    import sympy
+    with mock.patch.object(sympy, "lambdify", counting("lambdify", sympy.lambdify)), \
+            mock.patch.object(lambdify, "lambdify", counting("lambdify", lambdify.lambdify)), \
+            mock.patch.object(FigureCanvasAgg, "draw", counting("full draw", FigureCanvasAgg.draw)):
+        for params in session:
+            ex.update(**params)
+        assert counts["lambdify"] == 0
+        counts["full draw"] = 0  # a first view of a new layout may draw it whole (Chapter 3's stages)
+        for params in moves:
+            ex.update(**params)
+        assert counts == {"lambdify": 0, "full draw": 0, "text": 0}
+        with mock.patch.object(Text, "draw", counting("text", Text.draw)):
+            for params in moves:  # seen once above: every label is a cached stamp now
+                ex.update(**params)
+    assert counts == {"lambdify": 0, "full draw": 0, "text": 0}, module

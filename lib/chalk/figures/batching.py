@@ -9,7 +9,7 @@ from ..catalog import hardware, models
 from ..catalog.quoted import USD_PER_CHIP_HOUR
 from ..errors import ChalkError, DoesNotFit
 from . import explorer, plotting, twin
-from .explorer import Dropdown, Number, error_html, log_slider, number
+from .explorer import Dropdown, Number, catalog_options, error_html, log_slider, number
 
 CHIP_COUNTS = (1, 2, 4, 8, 16, 32, 64, 72, 128, 256)
 
@@ -51,10 +51,10 @@ def readout(chip, model, batch, context, dtype, chips, usd_per_chip_hour, balanc
 class Explorer(explorer.Explorer):
     """Chapter 1's explorer. ``update(**params)`` sets any of ``defaults``' keys and redraws."""
     controls = (
-        Dropdown("model", "model", tuple((models.get(m).display, m) for m in models.names())),
-        Dropdown("chip", "chip", tuple((c, c) for c in hardware.names())),
+        Dropdown("model", "model", catalog_options(models.names())),
+        Dropdown("chip", "chip", catalog_options(hardware.names())),
         Dropdown("chips", "chips", tuple((str(n), n) for n in CHIP_COUNTS)),
-        Dropdown("dtype", "weights", tuple((d, d) for d in hardware.BYTES_PER_ELEMENT)),
+        Dropdown("dtype", "weights", catalog_options(hardware.BYTES_PER_ELEMENT)),
         Number("usd_per_chip_hour", "$/chip-hour", 0.01, 100, 0.25),
         log_slider("batch", "batch B", 1, 1e5),
         log_slider("context", "context L", 100, 1e6, valid=(0, 1e6)),

@@ -13,6 +13,8 @@ until the reader moves it.
 import bisect
 import html
 from dataclasses import dataclass
+from functools import cache
+from types import MappingProxyType
 
 import ipywidgets as widgets
 import numpy as np
@@ -20,6 +22,10 @@ from traitlets import TraitError
 
 from ..errors import ChalkError, in_range, lookup
 from .canvas import outline
+
+LABEL_STYLE = {"description_width": "initial"}
+"""Every control's description at its full width: ipywidgets' default (about 80 px) cut "batch
+(sequences)" to "batch (se…" in JupyterLab."""
 
 
 def number(value) -> str:
@@ -30,15 +36,40 @@ def number(value) -> str:
     return f"{value:.3g}"
 
 
+@cache
+def catalog_names() -> MappingProxyType:
+    """{catalog id: the name a menu shows}: models, systems, price entries and loss fits by their
+    catalog display names, chips by vendor and name, number formats in capitals."""
+    from ..catalog import hardware, models, prices, systems
+    from ..catalog.overtraining import FITS
+
+    names = {d: d.upper() for d in hardware.BYTES_PER_ELEMENT}
+    names |= {n: f"{c.vendor} {n}" for n, c in hardware.catalog_chips().items()}
+    names |= {n: s.display for n, s in systems.catalog_systems().items()}
+    names |= {n: m.display for n, m in models.catalog_models().items()}
+    names |= {n: p.model for n, p in prices.catalog_prices().items()}
+    names |= {n: f.display for n, f in FITS.items()}
+    return MappingProxyType(names)
+
+
+def catalog_options(ids) -> tuple:
+    """(display name, id) pairs for a menu of catalog entries, the one place menus name them."""
+    names = catalog_names()
+    unknown = [i for i in ids if i not in names]
+    if unknown:
+        raise ChalkError(f"catalog_options: {unknown} are not catalog ids")
+    return tuple((names[i], i) for i in ids)
+
+
 @dataclass(frozen=True)
 class Dropdown:
     name: str
     label: str
     options: tuple
-    """(label, value) pairs."""
+    """(label, value) pairs; ``catalog_options`` makes them for catalog entries."""
 
     def widget(self):
-        return widgets.Dropdown(options=list(self.options), description=self.label)
+        return widgets.Dropdown(options=list(self.options), description=self.label, style=LABEL_STYLE)
 
     def check(self, value):
         return lookup(self.label, value, {v: v for _, v in self.options}, param=self.name)
@@ -58,7 +89,8 @@ class Slider:
 
     def widget(self):
         return widgets.SelectionSlider(options=self._options(self.stops), description=self.label,
-                                       continuous_update=True, layout=widgets.Layout(width="420px"))
+                                       continuous_update=True, style=LABEL_STYLE,
+                                       layout=widgets.Layout(width="440px"))
 
     @staticmethod
     def _options(values):
@@ -101,7 +133,7 @@ class Number:
     step: float
 
     def widget(self):
-        return widgets.FloatText(step=self.step, description=self.label)
+        return widgets.FloatText(step=self.step, description=self.label, style=LABEL_STYLE)
 
     def check(self, value):
         in_range(self.name, value, self.low, self.high)

@@ -12,12 +12,12 @@ from functools import lru_cache
 import numpy as np
 
 from .. import pricing
-from ..catalog import models, prices, systems, tiers
+from ..catalog import models, prices, tiers
 from ..catalog.quoted import USD_PER_CHIP_HOUR
 from ..errors import ChalkError
 from . import explorer, twin
 from .canvas import Layers, describe, new_figure, style
-from .explorer import Dropdown, log_slider
+from .explorer import Dropdown, catalog_options, log_slider
 
 CONTEXTS = np.logspace(2, 6, 41)
 """Contexts of graph C: 100 to a million tokens, ten stops a decade."""
@@ -75,7 +75,13 @@ def curves(model, target, dtype, batch, contexts=CONTEXTS) -> Curves:
     top = float(models.get(model).max_context or contexts[-1])
     grid = np.append(contexts[contexts < top], top) if top <= contexts[-1] else contexts
     return Curves(grid, top, pricing.cost_against_context(model, target, grid, batch, dtype),
-                  pricing.prefill_cost_against_context(model, target, grid, dtype))
+                  _prefill(model, target, dtype, tuple(grid)))
+
+
+@lru_cache(maxsize=64)
+def _prefill(model, target, dtype, grid: tuple) -> pricing.ContextCost:
+    """Prefill's cost does not depend on the decode batch: the explorer's batch slider reuses it."""
+    return pricing.prefill_cost_against_context(model, target, np.array(grid), dtype)
 
 
 def draw_cost(ax, model, target, dtype, batch, price=None, contexts=CONTEXTS, mark_kink=True) -> Curves:
@@ -239,7 +245,7 @@ class LongContextFigure:
 
     def __init__(self, width=9.0, height=3.8):
         self.fig, (self.ax_cost, self.ax_tier) = new_figure(width, height, 2)
-        self.fig.subplots_adjust(left=0.07, right=0.99, bottom=0.34, top=0.9, wspace=0.25)
+        self.fig.subplots_adjust(left=0.07, right=0.975, bottom=0.34, top=0.9, wspace=0.25)
         with style():
             for ax in (self.ax_cost, self.ax_tier):
                 ax.set_xscale("log")
@@ -276,7 +282,7 @@ class LongContextFigure:
                                         self.kink,
                                         *self.tier_lines, self.envelope, self.remat, self.note],
                              [self.here], [self.ax_cost.yaxis, self.ax_tier.yaxis])
-        self._view, self._ylim = None, None
+        self._view, self._ylim, self._legend_tiers = None, None, None
 
     def draw(self, view, c: Curves, price, held, costs, hold, hold_cost, remat):
         if view != self._view:
@@ -301,13 +307,7 @@ class LongContextFigure:
                     line.set_label(_short(t.display))
             self.envelope.set_data(HOLDS, 1e9 * np.min(np.vstack(list(costs.values())), axis=0))
             self.remat.set_data(HOLDS[[0, -1]], [1e9 * remat] * 2)
-            if self.tier_legend is not None:
-                self.layers.view.remove(self.tier_legend)
-                self.tier_legend.remove()
-            with style():
-                self.tier_legend = self.ax_tier.legend(handles=self.tier_lines[:len(held)], fontsize=7,
-                                                       frameon=True, loc="upper left")
-            self.layers.view.append(self.tier_legend)
+            self._tier_legend(held)
             ylim_cost = (10 ** np.floor(np.log10(low)), 10 ** np.ceil(np.log10(top)))
             all_costs = np.concatenate([1e9 * v for v in costs.values()] + [[1e9 * remat]])
             ylim_tier = (10 ** np.floor(np.log10(all_costs.min())), 10 ** np.ceil(np.log10(all_costs.max())))
@@ -315,6 +315,20 @@ class LongContextFigure:
             self.ax_cost.set_ylim(*ylim_cost)
             self.ax_tier.set_ylim(*ylim_tier)
         self.here.set_data([hold], [1e9 * hold_cost])
+
+    def _tier_legend(self, held):
+        """A legend of the tiers held, made again only when they change (a new target)."""
+        names = [t.name for t in held]
+        if self.tier_legend is not None and names == self._legend_tiers:
+            return
+        if self.tier_legend is not None:
+            self.layers.view.remove(self.tier_legend)
+            self.tier_legend.remove()
+        with style():
+            self.tier_legend = self.ax_tier.legend(handles=self.tier_lines[:len(held)], fontsize=7,
+                                                   frameon=True, loc="upper left")
+        self.layers.view.append(self.tier_legend)
+        self._legend_tiers = names
 
     def message(self, text: str):
         self._view = ("message", text)
@@ -356,7 +370,7 @@ def readout(model, target, dtype, batch, price, hold, c: Curves, tier, cost, rem
         "decode is compute-bound over the whole range"
     fits = c.decode.batch[-1]
     last = (f"{fits:,.0f} sequences fit" if np.isfinite(fits) else "not one sequence fits")
-    return (f"{html.escape(models.get(model).display)} on {html.escape(target)}, {dtype.upper()}, up to "
+    return (f"{html.escape(models.get(model).display)} on {html.escape(explorer.catalog_names()[target])}, {dtype.upper()}, up to "
             f"{batch:,.0f} sequences per step: {kink}. At its maximum context, {c.top:,.0f} tokens ({last}), "
             f"an output token costs {c.decode.usd_per_million_tokens[-1]:,.3g} USD per million "
             f"({c.decode.relative[-1]:,.3g}x its short-context cost) and an input token "
@@ -383,11 +397,11 @@ SESSION = [
 class Explorer(explorer.Explorer):
     """Chapter 6's explorer: model x chip x number format x batch x price entry x hold time."""
     controls = (
-        Dropdown("model", "model", tuple((models.get(m).display, m) for m in MODELS)),
-        Dropdown("target", "chip or system", tuple((t, t) for t in TARGETS)),
-        Dropdown("dtype", "weights", (("BF16", "bf16"), ("FP8", "fp8"))),
+        Dropdown("model", "model", catalog_options(MODELS)),
+        Dropdown("target", "chip or system", catalog_options(TARGETS)),
+        Dropdown("dtype", "weights", catalog_options(("bf16", "fp8"))),
         log_slider("batch", "sequences per step", 1, 1e6, per_decade=4),
-        Dropdown("price", "price list", tuple((prices.get(p).model, p) for p in PRICES)),
+        Dropdown("price", "price list", catalog_options(PRICES)),
         log_slider("hold", "cache hold time (s)", 1e-3, 1e7, per_decade=4),
     )
     defaults = dict(model="jamba-v0.1", target="hgx-h100", dtype="fp8", batch=4096,

@@ -23,7 +23,7 @@ from ..catalog import hardware, memory_data, models, systems
 from ..errors import ChalkError
 from . import explorer, twin
 from .canvas import Layers, describe, new_figure, style
-from .explorer import Dropdown, log_slider, number
+from .explorer import Dropdown, catalog_options, log_slider, number
 
 # Okabe and Ito's palette; the cache is hatched as well as coloured, the lines dashed or dotted.
 COLORS = {"weights": "#0072B2", "kv": "#E69F00", "total": "#000000", "hbm": "#D55E00", "point": "#CC79A7",
@@ -430,7 +430,7 @@ class MemoryFigure:
 
     def __init__(self, width=9.2, height=3.4):
         self.fig, (self.ax_p, self.ax_l, self.ax_s) = new_figure(width, height, 3)
-        self.fig.subplots_adjust(left=0.06, right=0.99, bottom=0.3, top=0.86, wspace=0.34)
+        self.fig.subplots_adjust(left=0.06, right=0.975, bottom=0.3, top=0.86, wspace=0.34)
         a, b, c = self.ax_p, self.ax_l, self.ax_s
         x = np.arange(len(STAGES))
         with style():
@@ -471,11 +471,11 @@ class MemoryFigure:
             c.set_ylim(*MS_LIMITS)
             self.floor = c.plot([], [], color=COLORS["floor"], ls="-.", lw=1.8,
                                 label="weight-read floor N b_w / (E W_chip), every expert, sharded evenly")[0]
-            self.systems = c.plot([], [], "s", ms=5, color=COLORS["floor"], mec="black", label="catalog systems")[0]
+            self.systems = c.plot([], [], "s", ms=5, color=COLORS["floor"], mec="black", label="catalog systems (E = S)")[0]
             self.token = c.plot([], [], "o", ms=8, color=COLORS["point"], mec="black", label="this token: reads + hops")[0]
             step = c.axhline(memory_data.LECTURE["step_ms"], color=COLORS["lecture"], ls=(0, (1, 3)), lw=1.2,
                              label="the lecture's 20 ms")
-            c.set_xlabel("chips reading in parallel, E (= S for a catalog system)")
+            c.set_xlabel("chips reading in parallel, E")
             c.set_ylabel("ms per token")
             c.set_title("against the chips reading")
             handles = [self.w_bars, self.k_bars, hbm, self.total_l, self.kv_l, self.w_l, self.floor,
@@ -582,9 +582,9 @@ SESSION = [
 class Explorer(explorer.Explorer):
     """Chapter 4's explorer: model x system x dtype x P x context x batch x hop latency."""
     controls = (
-        Dropdown("model", "model", tuple((models.get(m).display, m) for m in models.names())),
-        Dropdown("system", "system (one stage)", tuple((systems.get(s).display, s) for s in systems.names())),
-        Dropdown("dtype", "weights", tuple((d, d) for d in ("fp8", "bf16", "fp4"))),
+        Dropdown("model", "model", catalog_options(models.names())),
+        Dropdown("system", "system (one stage)", catalog_options(systems.names())),
+        Dropdown("dtype", "weights", catalog_options(("fp8", "bf16", "fp4"))),
         Dropdown("stages", "stages P", tuple((str(p), p) for p in STAGES)),
         Dropdown("hop", "hop latency", HOPS),
         log_slider("context", "context L", 100, 1e6, valid=(0, 1e7)),

@@ -19,7 +19,7 @@ from ..catalog import hardware, models, systems
 from ..errors import ChalkError, lookup
 from . import explorer, twin
 from .canvas import describe, fast_png, new_figure, style
-from .explorer import Dropdown, log_slider
+from .explorer import Dropdown, catalog_options, log_slider
 
 # Okabe-Ito colours; every series also has its own line style, marker or hatch.
 COLORS = {"replicated": "#999999", "experts": "#0072B2", "kv": "#E69F00", "usable": "#D55E00",
@@ -404,9 +404,9 @@ class Explorer(explorer.Explorer):
     """Chapter 2's explorer: model x system x weight format x batch x context (x how many chips
     hold experts)."""
     controls = (
-        Dropdown("model", "model", tuple((models.get(m).display, m) for m in MODELS)),
-        Dropdown("system", "system", tuple((systems.get(s).display, s) for s in SYSTEMS)),
-        Dropdown("dtype", "weights", tuple((d.upper(), d) for d in DTYPES)),
+        Dropdown("model", "model", catalog_options(MODELS)),
+        Dropdown("system", "system", catalog_options(SYSTEMS)),
+        Dropdown("dtype", "weights", catalog_options(DTYPES)),
         Dropdown("split", "experts on", tuple((label, s) for s, label in SPLITS.items())),
         BATCH,
         CONTEXT,

@@ -18,7 +18,7 @@ from ..errors import ChalkError, in_range
 from ..notation import C_train, D, N_act, a, b, p, q, x
 from . import explorer, twin
 from .canvas import Layers, describe, new_figure, png, style
-from .explorer import Dropdown, linear_slider, log_slider
+from .explorer import Dropdown, catalog_options, linear_slider, log_slider
 
 SHOWN_FITS = ("epoch", "hoffmann")
 N_RANGE, D_RANGE = (1e8, 1e13), (1e9, 1e17)
@@ -295,7 +295,7 @@ def lecture_lifetime(fit="hoffmann", target_tokens=None,
 class Explorer(explorer.Explorer):
     """Chapter 5's explorer. ``update(**params)`` sets any of ``defaults``' keys and redraws."""
     controls = (
-        Dropdown("fit", "loss fit", tuple((scaling.get_fit(f).display, f) for f in scaling.FITS)),
+        Dropdown("fit", "loss fit", catalog_options(scaling.FITS)),
         linear_slider("target_loss", "target loss", 1.75, 2.6, 0.05, valid=(0.01, 10)),
         log_slider("inference_tokens", "inference tokens", 1e11, 1e17, per_decade=4),
         log_slider("rl_tokens", "RL tokens", 1e11, 1e16, per_decade=4, valid=(0, 1e17)),

@@ -13,7 +13,7 @@ from ..catalog import models
 from ..errors import ChalkError
 from . import explorer, twin
 from .canvas import Layers, describe, new_figure, style
-from .explorer import Dropdown, linear_slider
+from .explorer import Dropdown, catalog_options, linear_slider
 
 # --- the cipher ------------------------------------------------------------------------------------
 WIDTH = 16
@@ -244,7 +244,7 @@ class Explorer(explorer.Explorer):
     controls = (
         Dropdown("round_function", "round F", tuple((t, n) for n, t in ROUND_FUNCTIONS.items())),
         linear_slider("rounds", "rounds", 1, MAX_ROUNDS, 1),
-        Dropdown("model", "model", tuple((models.get(m).display, m) for m in MODELS)),
+        Dropdown("model", "model", catalog_options(MODELS)),
         Dropdown("tokens", "tokens", tuple((f"{t:,}", t) for t in TOKENS)),
         Dropdown("policy", "policy", tuple((POLICY_LABELS[p], p) for p in rv.POLICIES)),
         linear_slider("depth", "layers", DEPTHS[0], DEPTHS[-1], 8, valid=(1, 1000)),
