@@ -36,7 +36,6 @@ import io
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -290,9 +289,9 @@ def kernel_python(dest: Path, tool: str) -> Kernel:
     return Kernel(dest / "python", launcher, tool)
 
 
-def _sandbox(tmp: Path, package: Path) -> tuple[Path, Path, dict, Path]:
+def _sandbox(tmp: Path) -> tuple[Path, Path, dict, Path]:
     """The kernel's folder ``box`` (``sandbox.box_paths``: its scratch folders, sockets and check
-    log), a copy of the student package in ``box/lib`` (read-only in the sandbox), and the kernel's
+    log), ``box/lib`` where the sandbox binds the batch's student package read-only, and the kernel's
     environment: none of the grader's variables, no ``PWD``. Nothing it writes there reaches the
     key, the submissions, the grades or the next kernel."""
     box = tmp / "box"
@@ -300,7 +299,7 @@ def _sandbox(tmp: Path, package: Path) -> tuple[Path, Path, dict, Path]:
     for name in ("conn", *sandbox.SCRATCH_FOLDERS):
         paths[name].mkdir(parents=True)
     paths["log"].touch()
-    shutil.copytree(package / "chalk", box / "lib" / "chalk")
+    (box / "lib").mkdir()
     env = {"PATH": os.defpath, "LANG": "C.UTF-8", "PYTHONPATH": str(box / "lib"), "HOME": str(paths["home"]),
            "TMPDIR": str(paths["tmp"]), "IPYTHONDIR": str(paths["ipython"]), "MPLCONFIGDIR": str(paths["mpl"]),
            "PYTHONDONTWRITEBYTECODE": "1", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
@@ -308,11 +307,11 @@ def _sandbox(tmp: Path, package: Path) -> tuple[Path, Path, dict, Path]:
     return box, paths["work"], env, paths["log"]
 
 
-def _kernel_manager(tmp: Path, box: Path, kernel: Kernel, limit: float) -> AsyncKernelManager:
+def _kernel_manager(tmp: Path, box: Path, package: Path, kernel: Kernel, limit: float) -> AsyncKernelManager:
     """A manager for a kernel in the sandbox, talking to it over Unix sockets in ``box/conn``."""
     spec = tmp / "spec" / KERNEL
     spec.mkdir(parents=True)
-    argv = sandbox.command(kernel.bwrap, box, box / "lib", kernel.python, kernel.launcher, limit)
+    argv = sandbox.command(kernel.bwrap, box, package, kernel.python, kernel.launcher, limit)
     # an interrupt goes as a message: a signal would reach bwrap, not the kernel, and end the sandbox
     (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "chalk grader", "language": "python",
                                                   "interrupt_mode": "message"}), encoding="utf-8")
@@ -329,8 +328,8 @@ async def run_notebook(nb, ids: list[str], limit: float, package: Path, kernel: 
     variables ``ids`` after every cell that names one, and the check log. When it returns, every
     process the notebook started is dead."""
     with tempfile.TemporaryDirectory(prefix="chalk-grade-") as tmp:
-        box, work, env, log = _sandbox(Path(tmp), package)
-        km = _kernel_manager(Path(tmp), box, kernel, limit)
+        box, work, env, log = _sandbox(Path(tmp))
+        km = _kernel_manager(Path(tmp), box, package, kernel, limit)
         run = await execute(nb, ids, limit, km, env, work, _end)
         run.checks = _read_checks(log)
     return run
