@@ -116,7 +116,7 @@ def _plain(nb, src: Path, root: Path, course, library: str | None, outputs: bool
 def plain_problem_set(src: Path, root: Path = ROOT, course=None, library: str | None = None):
     """The problem set a student receives: ``student_problem_set`` as plain Markdown, its numbers
     from one run of it (cached), without outputs. A student's answers are ``...``, so cells after
-    an answer may fail in that run; no value the prose prints comes from them."""
+    an answer may fail in that run; an ``{eval}`` that needed one of them fails the build."""
     return _plain(student_problem_set(src), src, root, course, library, outputs=False, allow_errors=True)
 
 
