@@ -207,8 +207,25 @@ def _load(browser, site: Path, rel: str) -> tuple[dict, list]:
     return dict(sorted(loaded.items(), key=lambda item: -item[1])), outside
 
 
+def bench_lab() -> dict:
+    """Slider to new image in JupyterLab, median and max ms over 10 moves of each explorer timed
+    by tests/test_lab.py (in `make test`, so this step reads what the test step's run wrote; with
+    CHALK_LAB_EXPLORERS=all the test times every chapter's explorer)."""
+    path = ROOT / "_build" / "bench" / "lab_explorers.json"
+    if not path.exists():
+        print(f"bench: no {path.relative_to(ROOT)}: run tests/test_lab.py first", file=sys.stderr)
+        return {}
+    results = {}
+    for key, timing in json.loads(path.read_text()).items():
+        name = key.replace(":", "_")
+        results[f"lab_explorer_{name}_median_ms"] = timing["median_ms"]
+        results[f"lab_explorer_{name}_max_ms"] = timing["max_ms"]
+    return results
+
+
 BENCHMARKS = {"widget": bench_widget, "cli": bench_cli, "roofline": bench_roofline, "build": bench_build,
-              "class_site": bench_class_site, "pages": bench_pages, "grading": bench_grading, "test": bench_test}
+              "class_site": bench_class_site, "pages": bench_pages, "grading": bench_grading, "test": bench_test,
+              "lab": bench_lab}
 
 
 def budgets() -> dict[str, float]:
