@@ -307,3 +307,14 @@ def test_the_class_site_reuses_the_default_build_only_if_it_is_newer_than_the_li
     assert class_site._reusable_environment(tmp_path) == pickle.parent
     os.utime(library, (3_000, 3_000))  # a price changed after the build: every page is read again
     assert class_site._reusable_environment(tmp_path) is None
+
+
+def test_the_grader_reads_the_handed_out_problem_sets_prose_as_handed_out_not_as_a_students_note(built):
+    # The zip hands out plain problem sets (numbers filled in, boxes as Markdown); a student who
+    # hands one back untouched added no note, whichever edition's Markdown the grader compares with.
+    from chalk.teaching import grading
+    for name in ("01_batching", "05_overtraining"):
+        handed_out = nbformat.read(built[0] / "exercises" / f"{name}.ipynb", as_version=4)
+        key = grading._keys([name])[name]
+        parts = grading.written_parts(handed_out, key)
+        assert parts and all(p["part"].startswith("written") for p in parts), [p for p in parts if p["part"].startswith("note")][:3]
