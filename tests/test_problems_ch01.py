@@ -112,11 +112,10 @@ def _llama8_cost(batch, flops, bandwidth, rent, L=256):
 
 
 def _fast_shrink_by_hand():
-    """Llama 3.1 70B on 8 H100 at 32k context, 44 sequences (as many as fit: (0.9 x 8 x 85.52 GB as
-    reported - 141.1 GB) / (32,768 x 327,680 B) = 44.2): the batch ratio for a 2.5x faster step."""
+    """Llama 3.1 70B on 8 H100 at 32k context, 40 sequences: the batch ratio for a 2.5x faster step."""
     t_w, t_seq = LLAMA70_PARAMS * 2 / (8 * H100_BW), 32768 * LLAMA70_KV / (8 * H100_BW)
-    t0 = t_w + 44 * t_seq
-    return 44 / ((t0 / 2.5 - t_w) / t_seq)
+    t0 = t_w + 40 * t_seq
+    return 40 / ((t0 / 2.5 - t_w) / t_seq)
 
 
 INDEPENDENT = {
@@ -279,7 +278,8 @@ def test_choices_are_judged_both_ways_with_their_feedback():
 def test_fast_scenario_is_past_lstar_and_fills_hbm():
     f = ch01_batching.FAST
     assert f["context"] > roofline.balance_context_for(f["chip"], f["model"], f["dtype"])
-    assert f["batch"] == roofline.max_batch(f["chip"], f["model"], f["context"], f["dtype"], f["chips"])
+    # Near the most that fit: (0.9 x 8 x 85.52 GB as reported - 141.1 GB) / (32,768 x 327,680 B) = 44.2.
+    assert 0.9 * 44 <= f["batch"] <= 44 == roofline.max_batch(f["chip"], f["model"], f["context"], f["dtype"], f["chips"])
 
 
 def test_scenarios_fit_in_memory():

@@ -36,6 +36,7 @@ KIMI_REST = (2 * 163840 * 7168
              + 61 * (7168 * 1536 + 1536 * 64 * 192 + 7168 * 576 + 512 * 64 * 256 + 64 * 128 * 7168)
              + 3 * 7168 * 18432 + 60 * 3 * 7168 * 2048 + 60 * 384 * 7168)
 KIMI_N, KIMI_KV, KIMI_D = KIMI_ROUTED + KIMI_REST, (512 + 64) * 61 * 2, 7168
+JAMBA_N = 51.57e9                                          # Jamba v0.1, counted from its shapes (_jamba_fullest)
 # HBM as nvidia-smi reports it per GPU (143,771, 81,559 and 183,359 MiB; 141, 80 and 180 GB nominal): every
 # fit uses it, except llama_bf16_batch, whose question takes the bare nominal 80 GB.
 H200_HBM, H100_HBM, B200_HBM = 143_771 * 2**20, 81_559 * 2**20, 183_359 * 2**20
@@ -76,9 +77,10 @@ def _kimi_token() -> float:
     return 1e3 * (reads + 3 * hop + 60 * 50e-6)
 
 
-def _mixtral_stage2_fewest() -> int:
-    # 2 N + 14 N / n <= usable: n >= 14 N / (usable - 2 N)
-    return math.ceil(14 * MIXTRAL_N / (0.9 * H200_HBM - 2 * MIXTRAL_N))
+def _jamba_stage2_fewest() -> int:
+    # 2 N + 14 N / n <= usable: n >= 14 N / (usable - 2 N) = 722.0 / 32.5 = 22.2, so 23 (Jamba v0.1, 51.57 B
+    # parameters from its shapes, as in _jamba_fullest)
+    return math.ceil(14 * JAMBA_N / (0.9 * H200_HBM - 2 * JAMBA_N))
 
 
 INDEPENDENT = {
@@ -91,7 +93,7 @@ INDEPENDENT = {
     "llama_bf16_batch": (math.floor((H100_NOMINAL - 2 * LLAMA405_N / 16) / (8192 * LLAMA405_KV / 8)), 1e-9),
     "fits_from_stages": (next(p for p, (w, k) in zip(DEPTHS, _kimi_bars()) if w + k <= 0.9 * H100_HBM), 1e-9),
     "fullest_chip_ratio": (_jamba_fullest(), 0.002),
-    "zero_fewest_gpus": (_mixtral_stage2_fewest(), 1e-9),
+    "zero_fewest_gpus": (_jamba_stage2_fewest(), 1e-9),
 }
 NUMERIC = {i for i, e in EXERCISES.items() if e.kind == "number"}
 CHOICE_ITEMS = {i for i, e in EXERCISES.items() if e.kind in ("choice", "choices")}
@@ -195,15 +197,15 @@ def test_only_host_memory_holds_the_parked_caches_and_returns_one_in_time():
     assert close(memory.kv_per_sequence(p["model"], p["context"]), one, 1e-9)
 
 
-def test_zero_stage_two_is_the_lowest_that_fits_mixtral_on_64_h200s():
+def test_zero_stage_two_is_the_lowest_that_fits_jamba_on_64_h200s():
     z, usable, n = key.ZERO, 0.9 * H200_HBM, key.ZERO["chips"]
-    by_hand = {0: 16 * MIXTRAL_N, 1: 4 * MIXTRAL_N + 12 * MIXTRAL_N / n, 2: 2 * MIXTRAL_N + 14 * MIXTRAL_N / n,
-               3: 16 * MIXTRAL_N / n}
+    by_hand = {0: 16 * JAMBA_N, 1: 4 * JAMBA_N + 12 * JAMBA_N / n, 2: 2 * JAMBA_N + 14 * JAMBA_N / n,
+               3: 16 * JAMBA_N / n}
     assert [by_hand[s] <= usable for s in range(4)] == [False, False, True, True]
-    assert 16 * MIXTRAL_N < n * usable                            # (e): 64 GPUs hold it sharded
+    assert 16 * JAMBA_N < n * usable                            # (e): 64 GPUs hold it sharded
     for stage, state in by_hand.items():
         assert close(memory.training_state_bytes(z["model"], z["recipe"], n, stage), state, 0.005)
-    assert 4 * MIXTRAL_N > usable                                 # stage 1 fails at any n (the follow-up)
+    assert 4 * JAMBA_N > usable                                 # stage 1 fails at any n (the follow-up)
 
 
 def _prompts():

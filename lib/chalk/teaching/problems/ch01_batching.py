@@ -57,8 +57,8 @@ PRICE = prices.get("deepseek/deepseek-reasoner@2025-02")
 """The published output price ``batch_from_price`` starts from (DeepSeek-R1, V3's architecture)."""
 PLOT = dict(chip=H100, model=LLAMA_70B, context=512, chips=8)
 """The system drawn in the plot-reading exercise ``kink_batch``."""
-FAST = dict(chip=H100, model=LLAMA_70B, dtype="bf16", chips=8, context=32768, batch=44)
-"""``fast_batch_shrink``: normal service past L*, as many 32k-token sequences as fit."""
+FAST = dict(chip=H100, model=LLAMA_70B, dtype="bf16", chips=8, context=32768, batch=40)
+"""``fast_batch_shrink``: normal service past L*, a batch of 32k-token sequences near the most that fit."""
 FAST_TIER = prices.get("anthropic/claude-opus-4.6")
 """The fast mode the lecture quotes; its speed and price ratios come from the price list."""
 FAST_SPEED, FAST_PRICE = FAST_TIER.fast_speedup, FAST_TIER.fast_multipliers[1]

@@ -40,7 +40,7 @@ all-to-all per MoE layer."""
 PUBLISHED = dict(deployment="llama-3.1-405b-bf16", context=8192)
 """``llama_bf16_batch``: the published two-machine BF16 layout of Llama 3 405B, with the bare nominal 80 GB per
 GPU the question states (an H100 reports 85.52 GB)."""
-ZERO = dict(model="mixtral-8x7b", chip="H200", recipe="zero-mixed-adam", chips=64, stage=2)
+ZERO = dict(model="jamba-v0.1", chip="H200", recipe="zero-mixed-adam", chips=64, stage=2)
 """``zero_lowest_stage`` and ``zero_fewest_gpus``: which ZeRO stage fits, and on how few GPUs."""
 PLOT = dict(model="kimi-k2", system="hgx-h100", dtype="fp8", batch=88, context=32768)
 """The chart of ``fits_from_stages``, drawn in the problem set by ``memory_capacity.stages_figure``: every
