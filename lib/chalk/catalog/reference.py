@@ -226,12 +226,21 @@ def scaling_fits_table() -> str:
 
 
 # --- Chapters 2 and 3: deployments, layouts, scale-up domains, measured links ------------------
-def expert_placement_table() -> str:
+# The deployments' tables, like the chips', come in narrow groups, each row with its name and source.
+def expert_gpus_table() -> str:
+    """How many GPUs and nodes each DeepSeek-V3 deployment spreads its experts over."""
     quoted = catalog.load("quoted.toml")
-    rows = [[f"`{d.name}`", f"{d.chips:,}", f"{d.nodes:,}", f"{d.redundant:,}", f"{d.printed_experts_per_chip}",
-             f"{d.experts_per_chip}", _source(quoted[f"deployment-{d.name}"])] for d in domains.deployments()]
-    return _table(["deployment", "expert-parallel GPUs", "nodes", "redundant experts",
-                   "routed experts per GPU, printed", "computed", "source, as of"], rows)
+    return _table(["deployment", "expert-parallel GPUs", "nodes", "redundant experts", "source, as of"],
+                  [[f"`{d.name}`", f"{d.chips:,}", f"{d.nodes:,}", f"{d.redundant:,}",
+                    _source(quoted[f"deployment-{d.name}"])] for d in domains.deployments()])
+
+
+def expert_placement_table() -> str:
+    """Routed experts per GPU as the source prints them and as computed from the deployment."""
+    quoted = catalog.load("quoted.toml")
+    rows = [[f"`{d.name}`", f"{d.printed_experts_per_chip}", f"{d.experts_per_chip}",
+             _source(quoted[f"deployment-{d.name}"])] for d in domains.deployments()]
+    return _table(["deployment", "routed experts per GPU, printed", "computed", "source, as of"], rows)
 
 
 def _degree(entry, key) -> str:
@@ -240,17 +249,22 @@ def _degree(entry, key) -> str:
 
 def serving_layouts_table() -> str:
     """Which model each serving layout runs, on how many GPUs."""
-    return _table(["layout", "name", "model", "GPUs", "nodes", "source, as of"],
-                  [[d["display"], f"`{name}`", f"`{d['model']}`", f"{d['gpus']:,}", f"{d['nodes']:,}", _source(d)]
+    return _table(["layout", "name", "model", "GPUs", "source, as of"],
+                  [[d["display"], f"`{name}`", f"`{d['model']}`", f"{d['gpus']:,}", _source(d)]
                    for name, d in memory_data.DEPLOYMENTS.items()])
 
 
 def serving_degrees_table() -> str:
-    """How each serving layout splits its model: the degree of each kind of parallelism."""
-    return _table(["layout", "attention TP", "attention DP", "expert", "redundant experts", "pipeline",
-                   "source, as of"],
-                  [[d["display"], *(_degree(d, k) for k in ("attention_tensor", "attention_data", "expert",
-                                                           "redundant_experts", "pipeline")), _source(d)]
+    """The nodes each serving layout spans and how it splits its attention and its layers."""
+    return _table(["layout", "nodes", "attention TP", "attention DP", "pipeline", "source, as of"],
+                  [[d["display"], *(_degree(d, k) for k in ("nodes", "attention_tensor", "attention_data", "pipeline")),
+                    _source(d)] for d in memory_data.DEPLOYMENTS.values()])
+
+
+def serving_experts_table() -> str:
+    """How each serving layout splits its experts."""
+    return _table(["layout", "expert parallel", "redundant experts", "source, as of"],
+                  [[d["display"], *(_degree(d, k) for k in ("expert", "redundant_experts")), _source(d)]
                    for d in memory_data.DEPLOYMENTS.values()])
 
 
@@ -258,9 +272,17 @@ _DEGREES = ("tensor", "context", "pipeline", "expert", "data")
 
 
 def training_layouts_table() -> str:
-    rows = [[f"`{name}`", f"`{e['model']}`", f"{e['chips']:,}", *(_degree(e, k) for k in _DEGREES), _source(e)]
-            for name, e in layouts.LAYOUTS.items()]
-    return _table(["layout", "model", "chips", *_DEGREES, "source, as of"], rows)
+    """Which model each training layout trains, on how many chips, in how many data-parallel replicas."""
+    return _table(["layout", "model", "chips", "data", "source, as of"],
+                  [[f"`{name}`", f"`{e['model']}`", f"{e['chips']:,}", _degree(e, "data"), _source(e)]
+                   for name, e in layouts.LAYOUTS.items()])
+
+
+def training_degrees_table() -> str:
+    """How each training layout splits one replica: the degree of each other kind of parallelism."""
+    return _table(["layout", *_DEGREES[:-1], "source, as of"],
+                  [[f"`{name}`", *(_degree(e, k) for k in _DEGREES[:-1]), _source(e)]
+                   for name, e in layouts.LAYOUTS.items()])
 
 
 def training_figures_table() -> str:
@@ -273,24 +295,37 @@ def training_figures_table() -> str:
 def domains_table() -> str:
     """NVIDIA's scale-up domains by generation (``chalk.moe.domain_growth``)."""
     by_display = {s.display: s for s in systems.catalog_systems().values()}
-    rows = [[d.name, d.status, f"{d.packages:,}", f"{d.dies_per_package}", f"{d.dies:,}", f"{d.hbm / 1e12:,.3g}",
-             f"{d.max_total_params('fp8') / 1e12:,.3g}", _source(by_display.get(d.name, domains.ROADMAP))]
-            for d in domains.domain_growth()]
-    return _table(["domain", "status", "GPU packages", "dies per package", "dies", "HBM TB",
-                   f"largest FP8 model, T parameters ({HEADROOM:.0%} kept free)", "source, as of"], rows)
+    rows = [[d.name, f"{d.packages:,}", f"{d.dies_per_package}", f"{d.dies:,}", f"{d.hbm / 1e12:,.3g}",
+             _source(by_display.get(d.name, domains.ROADMAP))] for d in domains.domain_growth()]
+    return _table(["domain", "GPU packages", "dies per package", "dies", "HBM TB", "source, as of"], rows)
+
+
+def domains_models_table() -> str:
+    """Whether each scale-up domain ships, and the largest model its HBM holds in FP8."""
+    by_display = {s.display: s for s in systems.catalog_systems().values()}
+    return _table(["domain", "status", f"largest FP8 model, T parameters ({HEADROOM:.0%} kept free)", "source, as of"],
+                  [[d.name, d.status, f"{d.max_total_params('fp8') / 1e12:,.3g}",
+                    _source(by_display.get(d.name, domains.ROADMAP))] for d in domains.domain_growth()])
 
 
 def deepep_table() -> str:
     """DeepEP's published low-latency timings, one row per expert-parallel degree: the current table
     (NVLink inside a node since 2025-06) and the first, pure-RDMA one."""
+    return _deepep("dispatch")
+
+
+def deepep_combine_table() -> str:
+    """The same tables' combine timings."""
+    return _deepep("combine")
+
+
+def _deepep(step: str) -> str:
     rows = []
     for name in ("deepep-low-latency", "deepep-low-latency-rdma"):
         ep = memory_data.latency(name)
-        rows += [[f"`{name}`", f"{degree}", _number(ep["dispatch_us"][i]), _number(ep["dispatch_GBps"][i]),
-                  _number(ep["combine_us"][i]), _number(ep["combine_GBps"][i]), _source(ep)]
+        rows += [[f"`{name}`", f"{degree}", _number(ep[f"{step}_us"][i]), _number(ep[f"{step}_GBps"][i]), _source(ep)]
                  for i, degree in enumerate(ep["ep"])]
-    return _table(["name", "expert-parallel GPUs", "dispatch µs", "dispatch GB/s", "combine µs", "combine GB/s",
-                   "source, as of"], rows)
+    return _table(["name", "expert-parallel GPUs", f"{step} µs", f"{step} GB/s", "source, as of"], rows)
 
 
 # --- Chapter 4: memory's cost, training recipes, latencies ---------------------------------------
@@ -347,11 +382,15 @@ LISTS = {
     "prices": {"prices": prices_table},
     "tiers": {"tiers": tiers_about_table, "tiers: size and speed": tiers_table,
               "tiers: price": tiers_price_table},
-    "deployments": {"DeepSeek-V3's expert placement": expert_placement_table,
+    "deployments": {"DeepSeek-V3's expert placement: GPUs": expert_gpus_table,
+                    "DeepSeek-V3's expert placement: experts per GPU": expert_placement_table,
                     "serving layouts": serving_layouts_table, "serving layouts: parallelism": serving_degrees_table,
-                    "training layouts": training_layouts_table,
+                    "serving layouts: experts": serving_experts_table,
+                    "training layouts": training_layouts_table, "training layouts: parallelism": training_degrees_table,
                     "training layouts: other printed figures": training_figures_table,
-                    "NVIDIA scale-up domains": domains_table, "DeepEP all-to-all timings": deepep_table},
+                    "NVIDIA scale-up domains": domains_table, "NVIDIA scale-up domains: models": domains_models_table,
+                    "DeepEP all-to-all timings: dispatch": deepep_table,
+                    "DeepEP all-to-all timings: combine": deepep_combine_table},
     "memory": {"training recipes": recipes_table, "memory's share of accelerator cost": cost_shares_table,
                "component spending": spending_table, "NCCL network-step latency": nccl_table,
                "the lecture's figures": lecture_memory_table},
