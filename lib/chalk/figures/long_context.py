@@ -442,23 +442,31 @@ def _bars(model, target, hold) -> list:
     """The cache panel as bars: each tier's cost at ``hold`` and the cost of recomputing the prefill
     instead, on a log scale, the cheapest marked."""
     costs = {t.name: pricing.hold_costs(hold, target, wait=True)[t.name] for t in tiers.tiers_with_hbm(target)}
-    labels = {t.name: _short(t.display)[:26] for t in tiers.tiers_with_hbm(target)}
+    labels = {t.name: _short(t.display) for t in tiers.tiers_with_hbm(target)}
     costs["remat"], labels["remat"] = _remat(model, target, TWIN_DTYPE), "recompute the prefill"
     logs = {name: np.log10(1e9 * cost) for name, cost in costs.items()}
     low, high = np.floor(min(logs.values())), np.ceil(max(logs.values()))
     best = min(costs, key=costs.get)
     row = (PANEL_H - 54) / len(costs)
-    shapes = [twin.text(10, 32, f"USD per GB held {hold:g} s and reloaded (log scale, 1e{low:.0f} to 1e{high:.0f})",
+    values = {name: f"{1e9 * cost:.2g}" + (" (cheapest)" if name == best else "") for name, cost in costs.items()}
+    # Every label whole left of the bars, and bars as long as leaves every value room beside its bar
+    # inside the panel: a 9 px character is at most 0.62 of it wide in the site's sans-serif. A bar
+    # is 20 px plus its share of ``span``.
+    chars = 0.62 * 9
+    x0 = 10 + round(chars * max(map(len, labels.values())))
+    share = {name: (logs[name] - low) / max(high - low, 1) for name in costs}
+    span = min(((PANEL_W - 4 - x0 - 30 - chars * len(values[name])) / share[name]
+                for name in costs if share[name] > 0), default=0)
+    shapes = [twin.text(10, 32, f"USD per GB held {hold:g} s and reloaded (log scale, 1e{int(low)} to 1e{int(high)})",
                         size=10)]
     for i, name in enumerate(costs):
         y = 42 + i * row
-        w = 20 + (PANEL_W - 190) * (logs[name] - low) / max(high - low, 1)
+        w = 20 + span * share[name]
         color = "#1b7837" if name == best else COLORS["remat"] if name == "remat" else "#9aa7b8"
-        shapes.append(twin.text(150, y + row * 0.6, labels[name], anchor="end", size=9))
-        shapes.append(twin.rect(155, round(y), round(w), round(row * 0.75), color,
+        shapes.append(twin.text(x0, y + row * 0.6, labels[name], anchor="end", size=9))
+        shapes.append(twin.rect(x0 + 5, round(y), round(w), round(row * 0.75), color,
                                 label=f"{labels[name]}: {1e9 * costs[name]:.3g} USD per GB"))
-        shapes.append(twin.text(160 + w, y + row * 0.6, f"{1e9 * costs[name]:.2g}" + (" (cheapest)" if name == best else ""),
-                                size=9))
+        shapes.append(twin.text(x0 + 10 + w, y + row * 0.6, values[name], size=9))
     return shapes
 
 

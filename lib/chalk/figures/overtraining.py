@@ -332,9 +332,10 @@ class Explorer(explorer.Explorer):
 # --- static twin ------------------------------------------------------------------------------
 TARGETS = (1.9, 1.8, 2.0, 2.2)
 RL_CHOICES = (1e14, 1e13, 0.0)
-EFFICIENCIES = (("3", "RL and decode at 1/3 of pre-training's"), ("1", "all at pre-training's efficiency"))
+EFFICIENCIES = (("3", "a third of pre-training's"), ("1", "equal to pre-training's"))
 """The first of each menu is nearest the lecture's scenario (the target: its own model's loss under
-the replication), which the twin opens on; 1.8 is that loss under Hoffmann's fit."""
+the replication), which the twin opens on; 1.8 is that loss under Hoffmann's fit. The efficiency
+menu's options read after its label, "RL and decode efficiency"."""
 START_INFERENCE = LECTURE_INFERENCE
 TEMPLATE = ("D_inf = {inference_tokens} T tokens: N* = {n_b} B parameters on D_pre = {d_t} T tokens "
             "({vs_rule}x the 20:1 rule, {vs_fit}x this fit's frontier); lifetime {total} x 1e24 FLOPs, "

@@ -70,32 +70,43 @@
     return {map, ticks};
   }
 
+  // A title wider than its panel is set smaller, down to 10 px (the axes' size), to fit it.
+  function title(svg, width, text) {
+    const t = el('text', {x: width / 2, y: 14, 'text-anchor': 'middle', 'font-size': 12}, svg, text);
+    const drawn = t.getBBox().width;  // 0 where the panel is not laid out (hidden): left at 12 px
+    if (drawn > width - 4) t.setAttribute('font-size', Math.max(10, Math.floor(12 * (width - 4) / drawn * 10) / 10));
+  }
+
   function chart(svg, panel, v, shared, D, i, xs, uid) {
-    const sx = scale(panel.xscale, [xs[0], xs[xs.length - 1]], M.l, W - M.r);
     const sy = scale(panel.yscale, v.ylim, H - M.b, M.t);
-    el('text', {x: W / 2, y: 14, 'text-anchor': 'middle', 'font-size': 12}, svg, panel.title);
+    title(svg, W, panel.title);
+    // The plot starts right of the widest y label ("1,000,000" is 52 px at 10 px) and of the axis
+    // title beside it (20 px), so that no label runs off the panel's left edge.
+    const yLabels = sy.ticks.map((t) => el('text', {y: sy.map(t) + 3, 'text-anchor': 'end', 'font-size': 10}, svg, fmt(t)));
+    const L = Math.max(M.l, 24 + Math.ceil(Math.max(0, ...yLabels.map((e) => e.getBBox().width))));
+    yLabels.forEach((e) => e.setAttribute('x', L - 4));
+    const sx = scale(panel.xscale, [xs[0], xs[xs.length - 1]], L, W - M.r);
     for (const t of sx.ticks) {
       el('line', {x1: sx.map(t), x2: sx.map(t), y1: M.t, y2: H - M.b, stroke: '#e5e5e5'}, svg);
       // A label at either end of the axis is anchored inward so that the panel does not clip it.
-      const x = sx.map(t), edge = x > W - M.r - 16 ? 'end' : x < M.l + 16 ? 'start' : 'middle';
+      const x = sx.map(t), edge = x > W - M.r - 16 ? 'end' : x < L + 16 ? 'start' : 'middle';
       el('text', {x: edge === 'end' ? Math.min(x + 8, W - 2) : edge === 'start' ? x - 8 : x, y: H - M.b + 13,
                   'text-anchor': edge, 'font-size': 10}, svg, fmt(t));
     }
     for (const t of sy.ticks) {
-      el('line', {x1: M.l, x2: W - M.r, y1: sy.map(t), y2: sy.map(t), stroke: '#e5e5e5'}, svg);
-      el('text', {x: M.l - 4, y: sy.map(t) + 3, 'text-anchor': 'end', 'font-size': 10}, svg, fmt(t));
+      el('line', {x1: L, x2: W - M.r, y1: sy.map(t), y2: sy.map(t), stroke: '#e5e5e5'}, svg);
     }
-    el('text', {x: (M.l + W - M.r) / 2, y: H - 4, 'text-anchor': 'middle', 'font-size': 10}, svg, panel.xlabel);
+    el('text', {x: (L + W - M.r) / 2, y: H - 4, 'text-anchor': 'middle', 'font-size': 10}, svg, panel.xlabel);
     el('text', {x: 11, y: (M.t + H - M.b) / 2, 'text-anchor': 'middle', 'font-size': 10,
                 transform: `rotate(-90 11 ${(M.t + H - M.b) / 2})`}, svg, panel.ylabel);
     // Curves leave the plot area at the axis limits: clip them to it.
     const clip = el('clipPath', {id: uid}, el('defs', {}, svg));
-    el('rect', {x: M.l, y: M.t, width: W - M.l - M.r, height: H - M.t - M.b}, clip);
+    el('rect', {x: L, y: M.t, width: W - L - M.r, height: H - M.t - M.b}, clip);
     const plot = el('g', {'clip-path': `url(#${uid})`}, svg);
-    const xAt = (x) => Math.min(W - M.r, Math.max(M.l, sx.map(x)));
+    const xAt = (x) => Math.min(W - M.r, Math.max(L, sx.map(x)));
     for (const r of v.regions || shared.regions || []) {
       const s = D.styles[r.style];
-      const x0 = r.x0 === null ? M.l : xAt(r.x0), x1 = r.x1 === null ? W - M.r : xAt(r.x1);
+      const x0 = r.x0 === null ? L : xAt(r.x0), x1 = r.x1 === null ? W - M.r : xAt(r.x1);
       if (x1 <= x0) continue;
       el('rect', {x: x0, y: M.t, width: x1 - x0, height: H - M.t - M.b, fill: s.color, opacity: s.opacity}, plot);
       el('text', {x: x1 - 4, y: H - M.b - 6, 'text-anchor': 'end', 'font-size': 9, fill: '#555'}, svg, s.label);
@@ -138,7 +149,7 @@
   }
 
   function shapes(svg, panel, v, i) {
-    el('text', {x: panel.width / 2, y: 14, 'text-anchor': 'middle', 'font-size': 12}, svg, panel.title);
+    title(svg, panel.width, panel.title);
     const frame = v.frames.length > 1 ? v.frames[i] : v.frames[0];
     for (const s of frame) {
       if (s.shape === 'rect') {
