@@ -2,6 +2,7 @@
 their row names in view and their numbers on one line, figures whose smallest text stays legible
 at 390 px, twin controls a finger can use, the front page's block for new readers, and the twins'
 readouts in the words and units of the chapters beside them."""
+import json
 import re
 from pathlib import Path
 
@@ -123,6 +124,27 @@ def test_wide_tables_keep_row_names_in_view_and_numbers_whole(built_site, chromi
     assert not problems, "\n".join(problems)
 
 
+def test_catalog_tables_fit_a_desktop_column(built_site, chromium_browser):
+    """Grouped into narrow tables, the catalog's figures are all in view on a desktop (the storage
+    tiers' one table was 819 px in a 688 px column), and on a phone their text stays legible."""
+    for rel_path in CATALOG_PAGES:
+        page = open_page(chromium_browser, built_site, rel_path, DESKTOP)
+        tables = page.evaluate(TABLES)
+        assert tables, rel_path
+        # A source link and a few figures: no more than a tenth past the column, scrolled within it.
+        assert all(t["width"] <= 1.1 * t["column"] for t in tables), \
+            [(rel_path, t["head"], t["width"], t["column"]) for t in tables if t["width"] > 1.1 * t["column"]]
+        # The long printed tables keep their header row in view while they scroll.
+        header = page.locator(".cell_output thead th").first
+        assert header.evaluate("e => getComputedStyle(e).position") == "sticky"
+        page.context.close()
+        page = open_page(chromium_browser, built_site, rel_path, PHONE)
+        sizes = page.evaluate("""() => Array.from(document.querySelectorAll('.bd-article table :is(td, th)'))
+            .map((c) => parseFloat(getComputedStyle(c).fontSize))""")
+        assert sizes and min(sizes) >= MIN_TEXT_PX, (rel_path, min(sizes))
+        page.context.close()
+
+
 # --- figures and twins on a phone ------------------------------------------------------------------
 def test_no_chapter_figure_draws_text_below_the_smallest_size():
     """What the phone test below relies on: no chapter figure module asks for text under 6.5 pt."""
@@ -152,7 +174,7 @@ def chapter_pages(site: Path) -> list[str]:
 def test_figures_and_twins_stay_legible_at_phone_width(built_site, chromium_browser):
     px_per_pt = canvas.DPI / 72
     problems, figures, twin_texts = [], 0, 0
-    for rel_path in chapter_pages(built_site):
+    for rel_path in ["book/intro.html", *chapter_pages(built_site)]:  # the front page's figure too
         page = open_page(chromium_browser, built_site, rel_path, PHONE)
         for f in page.evaluate(FIGURES):
             figures += 1
@@ -180,6 +202,107 @@ def test_twin_controls_are_usable_by_touch(built_site, chromium_browser):
                 stops = int(control.get_attribute("max")) + 1
                 assert box["width"] >= 250 and box["width"] / stops >= 5, (rel_path, box, stops)
         page.context.close()
+
+
+TWIN_TEXT_OUTSIDE = """() => {
+  // Every view a reader can reach, sampled: each combination of the menus at the slider's first,
+  // opening and last stops, and every stop of the opening combination; the twin then back as it opened.
+  const outside = new Set();
+  let views = 0;
+  document.querySelectorAll('.chalk-twin').forEach((root, n) => {
+    const selects = Array.from(root.querySelectorAll('.chalk-twin-controls select'));
+    const slider = root.querySelector('input[type=range]');
+    const set = (e, v) => { e.value = v; e.dispatchEvent(new Event('input', {bubbles: true})); };
+    const measure = () => {
+      views++;
+      root.querySelectorAll('svg.chalk-twin-panel').forEach((svg, k) => {
+        const box = svg.getBoundingClientRect();
+        for (const t of svg.querySelectorAll('text')) {
+          const r = t.getBoundingClientRect();
+          if (t.textContent.trim() && (r.left < box.left - 0.5 || r.right > box.right + 0.5
+                                       || r.top < box.top - 0.5 || r.bottom > box.bottom + 0.5))
+            outside.add(`twin ${n} panel ${k}: '${t.textContent.slice(0, 50)}' by ` +
+                        `${Math.max(box.left - r.left, r.right - box.right, box.top - r.top, r.bottom - box.bottom).toFixed(1)} px`);
+        }
+      });
+    };
+    const combos = selects.reduce((acc, s) => acc.flatMap((c) => Array.from(s.options).map((o) => [...c, o.value])), [[]]);
+    const opened = selects.map((s) => s.value), start = slider ? +slider.value : 0;
+    const stops = slider ? Array.from({length: +slider.max + 1}, (_, i) => i) : [0];
+    combos.forEach((combo, c) => {
+      combo.forEach((v, j) => set(selects[j], v));
+      for (const i of (c === 0 ? stops : [...new Set([0, start, stops.length - 1])])) {
+        if (slider) set(slider, i);
+        measure();
+      }
+    });
+    opened.forEach((v, j) => set(selects[j], v));
+    if (slider) set(slider, start);
+  });
+  return {views, outside: Array.from(outside)};
+}"""
+
+
+def test_no_twin_text_runs_off_its_panel(built_site, chromium_browser):
+    """Chapter 6's twin cut its bar labels and a value short, and a y label of 1,000,000 ran off the
+    left edge of Chapters 5's and 7's panels (issue 30): every text of every twin on the site lies
+    inside its panel, in every view sampled. (The panels scale with the column, text with them: one
+    width tells for all.)"""
+    problems, views = [], 0
+    for rel_path in chapter_pages(built_site):
+        page = open_page(chromium_browser, built_site, rel_path, DESKTOP)
+        found = page.evaluate(TWIN_TEXT_OUTSIDE)
+        views += found["views"]
+        problems += [f"{rel_path} {o}" for o in found["outside"]]
+        page.context.close()
+    assert views, "no twin found on the chapter pages"
+    assert not problems, "\n".join(problems[:20])
+
+
+CONTROL_TEXT_CUT = """() => {
+  const cut = [];
+  document.querySelectorAll('.chalk-twin').forEach((root, n) => {
+    // A menu shows its chosen option whole when it is as wide as the browser makes it unconstrained
+    // (the widest option, its padding and the arrow): a copy with every option, outside any box.
+    for (const s of root.querySelectorAll('select')) {
+      const probe = s.cloneNode(true);
+      probe.style.cssText = 'position:absolute;left:0;top:0;width:auto;max-width:none;visibility:hidden';
+      root.appendChild(probe);  // inside the twin, so that the twin's font size applies to it
+      const whole = probe.getBoundingClientRect().width;
+      probe.remove();
+      const shown = s.getBoundingClientRect().width;
+      if (shown < whole - 0.5) cut.push(`twin ${n} menu '${s.className}': ${shown.toFixed(0)} px of ${whole.toFixed(0)}`);
+    }
+    for (const e of root.querySelectorAll('label, .chalk-twin-readout')) {
+      if (e.scrollWidth > e.clientWidth + 1) cut.push(`twin ${n} '${e.textContent.trim().slice(0, 40)}': ` +
+                                                      `${e.scrollWidth} px of text in ${e.clientWidth}`);
+    }
+  });
+  return cut;
+}"""
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_twin_controls_show_their_whole_text(built_site, chromium_browser, viewport):
+    """Chapter 5's efficiency menu read "RL and decode at 1/3 of pre-training's" (issue 30): a menu
+    is as wide as its longest option needs, and no label or readout is cut."""
+    problems, menus = [], 0
+    for rel_path in chapter_pages(built_site):
+        page = open_page(chromium_browser, built_site, rel_path, viewport)
+        menus += page.locator(".chalk-twin select").count()
+        problems += [f"{rel_path} {c}" for c in page.evaluate(CONTROL_TEXT_CUT)]
+        page.context.close()
+    assert menus, "no twin menu found"
+    assert not problems, "\n".join(problems)
+
+
+def test_twin_menus_read_as_phrases_after_their_labels():
+    """The efficiency menu's options end in a word the label completes ("RL and decode efficiency:
+    a third of pre-training's"), not in a phrase cut short that repeats the label."""
+    from chalk.figures import overtraining
+    menu = next(c for c in overtraining.twin_data()["controls"] if c["name"] == "inefficiency")
+    for _, text in menu["options"]:
+        assert not text.startswith(("RL", "all")), text
 
 
 # --- the front page ----------------------------------------------------------------------------------
@@ -254,3 +377,83 @@ def test_header_cells_holding_only_maths_have_words(built_site, chromium_browser
         assert not (silent := page.evaluate(SILENT_HEADERS)), (rel_path, silent)
         page.context.close()
     assert checked, "no header cell with maths found: the check checked nothing"
+
+
+# --- plumbing cells --------------------------------------------------------------------------------
+FOLDED = {"hide-input", "remove-input", "hide-cell", "remove-cell"}
+"""Tags with which the site folds a code cell's source or leaves it out."""
+
+
+def prose_plumbing(cell) -> bool:
+    """A code cell that mostly formats the prose's numbers: half or more of its statements assign
+    only ``*_txt`` names, or it assigns five or more of them."""
+    import ast
+    try:
+        body = ast.parse("".join(cell["source"])).body
+    except SyntaxError:  # IPython magics: no prose plumbing of ours
+        return False
+    names = []
+    for statement in body:
+        targets = statement.targets if isinstance(statement, ast.Assign) else \
+            [statement.target] if isinstance(statement, ast.AnnAssign) else []
+        assigned = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+        if assigned and all(name.endswith("_txt") for name in assigned):
+            names.append(assigned)
+    return bool(names) and (2 * len(names) >= len(body) or sum(map(len, names)) >= 5)
+
+
+def test_prose_plumbing_rule_tells_plumbing_from_teaching_code():
+    cell = lambda src: {"cell_type": "code", "source": src}  # noqa: E731
+    assert prose_plumbing(cell('a_txt = f"{a:.1f}"\nb_txt, c_txt = "1", "2"\nshow("x", y)\n'))
+    assert prose_plumbing(cell("".join(f'x{i}_txt = "{i}"\n' for i in range(5)) + "f()\n" * 6))
+    assert not prose_plumbing(cell('show(r"t", roofline.t_matmul)\nshow(r"u", roofline.t_u)\nk_txt = "3"\n'))
+    assert not prose_plumbing(cell("x = 1\nshow(x)\n"))
+
+
+def test_prose_plumbing_cells_are_folded_on_the_site():
+    """Chapter 1's cell of `*_txt` assignments and Chapter 3's hops section showed their code
+    unfolded (issue 30): a cell that formats the prose's numbers folds its source."""
+    shown = []
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        cells = json.loads(path.read_text())["cells"]
+        shown += [f"{path.name} cell {i}: {''.join(c['source']).splitlines()[0][:60]}"
+                  for i, c in enumerate(cells) if c["cell_type"] == "code" and prose_plumbing(c)
+                  and not FOLDED & set(c.get("metadata", {}).get("tags", []))]
+    assert not shown, "\n".join(shown)
+
+
+# --- search -----------------------------------------------------------------------------------------
+@pytest.fixture
+def served_site(built_site):
+    """The site over HTTP on localhost: the search page fetches each result's page for its snippet,
+    which a browser refuses from file://."""
+    import functools
+    import http.server
+    import threading
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(built_site)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_search_snippets_show_maths_in_words(served_site, chromium_browser):
+    r"""A result's snippet is its page's text, where inline maths is still TeX (MathJax has not run
+    there): it read "\(N_\text{tot}\)" (issue 30); search.html shows it in words, N_tot."""
+    page = chromium_browser.new_page()
+    page.goto(f"{served_site}/search.html?q=tokens")
+    # every result's snippet arrives (each is fetched on its own), or the wait fails the test
+    page.wait_for_function("""() => {
+        const items = document.querySelectorAll('#search-results ul.search > li');
+        return items.length > 5 && Array.from(items).every((li) => li.querySelector('p.context'));
+    }""", timeout=120_000)
+    snippets = page.locator("#search-results p.context").all_inner_texts()
+    raw = [s for s in snippets if re.search(r"\\[()\[\]]", s)]
+    assert not raw, raw[:3]
+    # the notation page's snippet lists its symbols: N_tot among them, from $N_\text{tot}$
+    assert any("N_tot" in s for s in snippets), snippets[:5]
+    page.close()
