@@ -51,7 +51,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 
 from ..errors import ChalkError
 from . import overview, problems, sandbox
-from .edition import plain_problem_set, problem_sets, student_problem_set
+from .edition import problem_sets, student_problem_set
 from .exercises import CHECK_LOG, Exercise, Mistake, answer_text, judge, problem_set, record_value
 from .gradebook import (ROSTER_FIELDS, Batch, Row, canvas_name, carry_marks, earlier_marks, merge, new_folder, read_roster,
                         student_of, write)
@@ -116,7 +116,7 @@ def frozen_key(chapter: str) -> dict[str, Exercise]:
 @dataclass
 class Key:
     """What grading one problem set needs: the frozen key, the exercises' titles, and the Markdown
-    of every edition (so that what a student wrote stands out from what was handed out)."""
+    of both editions (so that what a student wrote stands out from what was handed out)."""
     exercises: dict
     titles: dict
     markdown: set = field(default_factory=set)
@@ -139,10 +139,7 @@ def _keys(chapters: list[str]) -> dict:
             nb = nbformat.read(sources[chapter], as_version=4)
             key.titles = {i: titles(nb).get(i, i) for i in exercises}
             edition = student_problem_set(sources[chapter])
-            # The zip hands out the plain edition (numbers filled in, boxes as Markdown); a student
-            # may have either, so the Markdown of all three is what was handed out.
-            handed_out = (nb, edition, plain_problem_set(sources[chapter]))
-            key.markdown = {c.source.strip() for book in handed_out for c in book.cells if c.cell_type == "markdown"}
+            key.markdown = {c.source.strip() for book in (nb, edition) for c in book.cells if c.cell_type == "markdown"}
             key.prompts = [c.source.split(PLACEHOLDER)[0].strip() for c in edition.cells
                            if FREE_TEXT in c.metadata.get("tags", []) and PLACEHOLDER in c.source]
         keys[chapter] = key
