@@ -216,8 +216,9 @@ def bench_lab() -> dict:
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:randomly", "-p", "no:cacheprovider",
                           "tests/test_lab.py", "-k", "source and explorer_redraws"],
                          cwd=ROOT, env=dict(os.environ, CHALK_LAB_EXPLORERS="all"), capture_output=True, text=True)
-    if run.returncode != 0 or not path.exists():
+    if run.returncode != 0:  # the explorers it did time still count; the one that failed reads "not measured"
         print(f"bench: tests/test_lab.py's explorer timing failed (rc {run.returncode}):\n{run.stdout[-2000:]}", file=sys.stderr)
+    if not path.exists():
         return {}
     results = {}
     for key, timing in json.loads(path.read_text()).items():
