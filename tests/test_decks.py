@@ -5,8 +5,11 @@ import sqlite3
 import zipfile
 
 import pytest
+import yaml
 
-from chalk.teaching import decks
+from chalk.errors import ChalkError
+from chalk.teaching import decks, plain
+from chalk.teaching.chapters import ROOT
 from chalk.teaching.flashcards import DECK_DIR, load_decks, render_figure
 
 COURSE_DECKS = load_decks()
@@ -118,13 +121,21 @@ def test_every_anki_back_links_to_its_section_on_the_site(tmp_path):
     assert out[-1].name == "chalk_cards.tsv"
 
 
-def test_the_default_site_is_chalk_site_url_or_the_local_build(monkeypatch):
+def test_the_decks_and_the_student_edition_link_to_the_same_site(monkeypatch):
+    """One setting for the site's address: html: baseurl, overridden by CHALK_SITE_URL for both."""
     card = next(c for c in CARDS if c.id == "balance_batch_formula")
-    monkeypatch.setenv("CHALK_SITE_URL", "https://example.org/course")
+    monkeypatch.delenv("CHALK_SITE_URL", raising=False)
+    configured = yaml.safe_load((ROOT / "_config.yml").read_text())["html"]["baseurl"].rstrip("/")
+    assert configured.startswith("https://")
+    assert decks.section_link(card, decks.default_site()) == f"{configured}/notebooks/01_batching.html#the-balance-batch"
+    assert plain.base_url(ROOT) == configured + "/"
+    monkeypatch.setenv("CHALK_SITE_URL", "https://example.org/course/")
     assert decks.section_link(card, decks.default_site()) == \
         "https://example.org/course/notebooks/01_batching.html#the-balance-batch"
-    monkeypatch.delenv("CHALK_SITE_URL")
-    assert decks.default_site().startswith("file://") and decks.default_site().endswith("/_build/html")
+    assert plain.base_url(ROOT) == "https://example.org/course/"
+    monkeypatch.setenv("CHALK_SITE_URL", "example.org/course")
+    with pytest.raises(ChalkError, match="CHALK_SITE_URL must be the site's address"):
+        decks.default_site()
 
 
 def test_stable_id_is_in_ankis_range_and_depends_on_the_name():

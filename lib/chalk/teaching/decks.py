@@ -9,8 +9,8 @@ the same sources give the same bytes. Card faces are the flashcards page's HTML,
 ``\\(...\\)`` as Anki's MathJax expects; figures travel inside the package as media files.
 
 Each back ends with a link to the chapter section that explains the card. Anki has no site of its
-own, so the link is absolute: ``--site`` (or ``CHALK_SITE_URL``) gives the site's address, else it
-points at this checkout's built site, ``_build/html``.
+own, so the link is absolute: ``--site`` gives the site's address, else the course's one setting for
+it (``CHALK_SITE_URL`` when set, else ``html: baseurl`` in ``_config.yml``; see ``plain.base_url``).
 """
 import argparse
 import hashlib
@@ -24,6 +24,7 @@ import genanki
 
 from .package import ZIP_TIME
 from ..errors import ChalkError
+from . import plain
 from .chapters import ROOT
 from .flashcards import DECK_DIR, Card, Deck, card_html, load_decks, render_figure, section_html
 
@@ -47,8 +48,8 @@ MODEL = genanki.Model(
 
 
 def default_site() -> str:
-    """The site the cards link to: ``CHALK_SITE_URL`` if set, else this checkout's ``_build/html``."""
-    return os.environ.get("CHALK_SITE_URL") or (ROOT / "_build" / "html").as_uri()
+    """The site the cards link to: the one the student edition links to (``plain.base_url``)."""
+    return plain.base_url(ROOT).rstrip("/")
 
 
 def section_link(card: Card, site: str) -> str:
@@ -148,7 +149,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Export the flashcards as Anki packages and a TSV.")
     parser.add_argument("--out", type=Path, default=Path("_build/decks"), help="folder for the files")
     parser.add_argument("--site", help="the course site's address, for the links to each card's section "
-                        "(default: $CHALK_SITE_URL, else this checkout's _build/html)")
+                        "(default: $CHALK_SITE_URL, else html: baseurl in _config.yml)")
     args = parser.parse_args(argv)
     try:
         for path in build(args.out, site=args.site):

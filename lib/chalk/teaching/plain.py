@@ -130,14 +130,23 @@ def citations(bib: Path) -> dict[str, tuple[str, str]]:
     return out
 
 
-def base_url(root: Path = ROOT) -> str:
-    """The published site's address, ``html: baseurl`` in ``_config.yml``, ending in ``/``."""
-    import yaml
+SITE_URL_VARIABLE = "CHALK_SITE_URL"
+"""Overrides ``html: baseurl`` for everything that links to the site (this edition, the decks)."""
 
-    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
-    base = (config.get("html") or {}).get("baseurl") or ""
+
+def base_url(root: Path = ROOT) -> str:
+    """The published site's address, ending in ``/``: ``$CHALK_SITE_URL`` when set (a course
+    published elsewhere, or a local build for checking), else ``html: baseurl`` in ``_config.yml``,
+    the one place the address is kept; the student edition and the flashcard decks both link there."""
+    base = os.environ.get(SITE_URL_VARIABLE, "")
+    where = SITE_URL_VARIABLE
+    if not base:
+        import yaml
+
+        config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+        base, where = (config.get("html") or {}).get("baseurl") or "", "_config.yml: html: baseurl"
     if not _ABSOLUTE.match(base):
-        raise PlainError(f"_config.yml: html: baseurl must be the site's address (http...), not {base!r}")
+        raise PlainError(f"{where} must be the site's address (https://... or file://...), not {base!r}")
     return base.rstrip("/") + "/"
 
 
