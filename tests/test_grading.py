@@ -610,9 +610,32 @@ except OSError as err:
 """
 """Writes past the scratch quota in files each under the file-size limit: the first answer is set
 right only if every write succeeded, the second only if the writes stopped for lack of space."""
+FILL_SOCKETS = """\
+import errno, json, os
+from ipykernel.connect import get_connection_file
+folder = os.path.dirname(json.load(open(get_connection_file()))["ip"])  # where the kernel's sockets are
+written, stopped = 0, None
+try:
+    for i in range({files}):
+        with open(os.path.join(folder, f"fill{{i}}"), "wb") as f:
+            f.write(b"\\0" * 2 ** 18)
+        written += 1
+except OSError as err:
+    stopped = err.errno
+{a} = {ra!r} if written else None
+{b} = {rb!r} if stopped == errno.ENOSPC else None
+"""
+"""Writes files into the kernel's sockets' folder, the one folder besides the scratch it must be able
+to write: the first answer is right if a file could be written there at all, the second only if the
+writes stopped for lack of space before twice ``SOCKETS_BYTES``."""
 
 
-def test_a_notebook_that_fills_its_scratch_space_is_stopped_and_the_others_are_graded(tmp_path):
+def sockets_filler(a: str, b: str) -> str:
+    files = 2 * grading.sandbox.SOCKETS_BYTES // 2 ** 18  # 256 KiB each: twice the folder's quota
+    return FILL_SOCKETS.format(files=files, a=a, b=b, ra=expected_of(a), rb=expected_of(b))
+
+
+def test_a_notebook_that_fills_its_scratch_space_or_sockets_folder_is_stopped_and_the_others_are_graded(tmp_path):
     if not grading.sandbox.sized(grading.sandbox.bwrap()):
         pytest.skip("this bubblewrap cannot size a tmpfs (--size, 0.7 and later): the scratch is bounded per file only")
     files = grading.sandbox.SCRATCH_BYTES // 2 ** 25 + 4  # 32 MiB each: 128 MiB past the quota
@@ -621,11 +644,14 @@ def test_a_notebook_that_fills_its_scratch_space_is_stopped_and_the_others_are_g
     folder.mkdir()
     nbformat.write(tiny_notebook(FILL.format(files=files, a=a, b=b, ra=expected_of(a), rb=expected_of(b))),
                    folder / "fill.ipynb")
+    nbformat.write(tiny_notebook(sockets_filler(a, b)), folder / "sockets.ipynb")
     nbformat.write(tiny_notebook(f"{a} = {expected_of(a)!r}"), folder / "honest.ipynb")
     assert grading.main([str(folder), "--out", str(tmp_path / "out"), "--timeout", "120"]) == 0
     rows = read_csv(tmp_path / "out" / "grades.csv")
     assert rows["fill.ipynb"]["status"] == "ok"
     assert (float(rows["fill.ipynb"][a]), float(rows["fill.ipynb"][b])) == (0, POINTS[b])
+    assert rows["sockets.ipynb"]["status"] == "ok"
+    assert (float(rows["sockets.ipynb"][a]), float(rows["sockets.ipynb"][b])) == (POINTS[a], POINTS[b])
     assert float(rows["honest.ipynb"]["score"]) == POINTS[a]
 
 
@@ -667,6 +693,7 @@ def test_the_sandbox_holds_when_the_grader_is_not_root():
         files = grading.sandbox.SCRATCH_BYTES // 2 ** 25 + 4
         nbformat.write(tiny_notebook(FILL.format(files=files, a=a, b=b, ra=expected_of(a), rb=expected_of(b))),
                        folder / "fill.ipynb")
+        nbformat.write(tiny_notebook(sockets_filler(a, b)), folder / "sockets.ipynb")
         for path in [p for d in (folder, out.parent, top / "home", top / "cache") for p in (d, *d.rglob("*"))]:
             path.chmod(0o777 if path.is_dir() else 0o666)  # not the environment: its files are linked
         key_before = hashlib.sha256(KEY_FILE.read_bytes()).hexdigest()
@@ -682,6 +709,7 @@ def test_the_sandbox_holds_when_the_grader_is_not_root():
     assert float(rows["walk.ipynb"]["score"]) == 0 and hashlib.sha256(KEY_FILE.read_bytes()).hexdigest() == key_before
     assert rows["fill.ipynb"]["status"] == "ok"
     assert (float(rows["fill.ipynb"][a]), float(rows["fill.ipynb"][b])) == (0, POINTS[b])
+    assert (float(rows["sockets.ipynb"][a]), float(rows["sockets.ipynb"][b])) == (POINTS[a], POINTS[b])
 
 
 def test_a_notebook_cannot_write_the_key_and_a_batch_in_which_it_changes_fails_loudly(tmp_path, monkeypatch):

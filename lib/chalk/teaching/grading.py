@@ -19,9 +19,10 @@ files are checksummed around every notebook: a batch in which they change fails 
 naming them (its grades, judged with the key as loaded before, are written first).
 
 An exercise is graded on the value its variable holds after the cells have run from the top
-(errors allowed, one time limit for the whole notebook), read by an extraction cell after every
-cell that names an answer variable, as JSON between markers holding a random nonce: answers set
-before the kernel died or the time ran out keep their result. The log each ``check`` call appends
+(errors allowed, one time limit for the whole notebook), read by an extraction cell at the end, as
+JSON between markers holding a random nonce; a hook prints the same reading at the end of every
+cell that names an answer variable, so that answers set before the kernel died or the time ran out
+keep their result (``chalk.teaching.runner.execute``). The log each ``check`` call appends
 to (``chalk.teaching.exercises.CHECK_LOG``) only informs notes and the search flag, since the
 notebook can write to it. The grader judges with ``chalk.teaching.exercises.judge`` against the
 instructor's key, computed before any submission ran: a student who redefines ``check``, patches
@@ -48,6 +49,7 @@ from pathlib import Path
 import nbformat
 from jupyter_client import AsyncKernelManager
 from jupyter_client.kernelspec import KernelSpecManager
+from traitlets import Unicode
 
 from ..errors import ChalkError
 from . import overview, problems, sandbox
@@ -307,6 +309,17 @@ def _sandbox(tmp: Path) -> tuple[Path, Path, dict, Path]:
     return box, paths["work"], env, paths["log"]
 
 
+class SandboxedKernelManager(AsyncKernelManager):
+    """A kernel manager whose kernel binds its sockets in the sandbox's own ``box/conn`` (the
+    connection file names that path) and whose grader end reaches them from outside, once the
+    sandbox has started (``sandbox.reach``)."""
+    bwrap = Unicode(help="the bwrap that starts the sandbox")
+
+    async def _async_post_start_kernel(self, **kw) -> None:
+        self.ip = sandbox.reach(self.bwrap, self.provisioner.process.pid, Path(self.ip))
+        await super()._async_post_start_kernel(**kw)
+
+
 def _kernel_manager(tmp: Path, box: Path, package: Path, kernel: Kernel, limit: float) -> AsyncKernelManager:
     """A manager for a kernel in the sandbox, talking to it over Unix sockets in ``box/conn``."""
     spec = tmp / "spec" / KERNEL
@@ -315,9 +328,10 @@ def _kernel_manager(tmp: Path, box: Path, package: Path, kernel: Kernel, limit: 
     # an interrupt goes as a message: a signal would reach bwrap, not the kernel, and end the sandbox
     (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "chalk grader", "language": "python",
                                                   "interrupt_mode": "message"}), encoding="utf-8")
-    km = AsyncKernelManager(kernel_name=KERNEL, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(spec.parent)]),
-                            transport="ipc", ip=str(box / "conn" / "kernel"),
-                            connection_file=str(box / "conn" / "kernel.json"))
+    paths = sandbox.box_paths(box)
+    km = SandboxedKernelManager(kernel_name=KERNEL, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(spec.parent)]),
+                                transport="ipc", ip=str(paths["conn"] / "kernel"), connection_file=str(paths["connection"]),
+                                bwrap=kernel.bwrap)
     km.write_connection_file()
     sandbox.hand_over(box)
     return km

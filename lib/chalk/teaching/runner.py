@@ -36,20 +36,44 @@ def identify(nb, filename: str, chapters: list[str]) -> tuple[str | None, str]:
     return None, "no chalk metadata, no checker(\"…\") call and no chapter in the file name"
 
 
+_RECORD = '{name: answer_record(ns[name]) if name in ns else {"missing": True} for name in ids}'
+"""The answer variables ``ids`` of the namespace ``ns`` as the kernel prints them: each encoded as
+``chalk.teaching.exercises.answer_record`` encodes what ``check`` is given, a missing one as
+{"missing": true}."""
+
+
 def extraction_cell(ids: list[str], marker: str) -> str:
-    """Code that prints the answer variables as JSON between two ``marker``s, each encoded as
-    ``chalk.teaching.exercises.answer_record`` encodes what ``check`` is given; a missing
-    variable as {"missing": true}."""
+    """Code that prints the answer variables (``_RECORD``) as JSON between two ``marker``s."""
     return f"""\
 def _chalk_extract(ids, marker):
     import json, sys
     from chalk.teaching.exercises import answer_record
     ns = globals()
-    out = {{name: answer_record(ns[name]) if name in ns else {{"missing": True}} for name in ids}}
-    sys.stdout.write(marker + json.dumps(out) + marker + "\\n")
+    sys.stdout.write(marker + json.dumps({_RECORD}) + marker + "\\n")
     sys.stdout.flush()
 _chalk_extract({ids!r}, {marker!r})
 del _chalk_extract
+"""
+
+
+def watch_cell(ids: list[str], marker: str, names: str) -> str:
+    """Code that registers an IPython ``post_run_cell`` hook printing what ``extraction_cell``
+    prints at the end of every cell whose source matches ``names``, so that a reading costs no
+    message exchange of its own. It writes to the ``sys.stdout`` of the moment it is registered
+    (a notebook that replaces its own stdout does not silence it)."""
+    return f"""\
+def _chalk_watch(ids, marker, names):
+    import json, re, sys
+    from chalk.teaching.exercises import answer_record
+    shell, out, named = get_ipython(), sys.stdout, re.compile(names)
+    def snapshot(result):
+        if named.search(getattr(result.info, "raw_cell", None) or ""):
+            ns = shell.user_ns
+            out.write(marker + json.dumps({_RECORD}) + marker + "\\n")
+            out.flush()
+    shell.events.register("post_run_cell", snapshot)
+_chalk_watch({ids!r}, {marker!r}, {names!r})
+del _chalk_watch
 """
 
 
@@ -91,9 +115,16 @@ async def execute(nb, ids: list[str], limit: float, km, env: dict, work, finish)
     """Run ``nb``'s cells from the top in the kernel ``km`` starts (errors allowed, ``limit``
     seconds for the whole notebook), reading the variables ``ids`` after every cell that names
     one; ``finish(process)`` is called with the kernel's process once the kernel is shut down or
-    lost, to make sure nothing it started lives on. ``run.checks`` is left to the caller."""
+    lost, to make sure nothing it started lives on. ``run.checks`` is left to the caller.
+
+    The reading after a cell is printed by a hook (``watch_cell``) at the end of that cell's own
+    run, not by a cell of its own: one message exchange per cell instead of two. Those readings
+    only stand in when the kernel dies or the time runs out; after the last cell, an extraction
+    cell with a marker the kernel has never seen reads every variable, so that the grade of a
+    notebook that ran to the end rests on a record nothing in the kernel could forge."""
     run, start = Run(), time.monotonic()
     marker = f"<<chalk-answers-{secrets.token_hex(16)}>>"
+    watched = f"<<chalk-answers-{secrets.token_hex(16)}>>"
     client = NotebookClient(nb, km=km, allow_errors=True, timeout=math.ceil(limit),
                             interrupt_on_timeout=True, record_timing=False,
                             error_on_timeout={"ename": "Timeout", "evalue": "", "traceback": []},
@@ -101,24 +132,30 @@ async def execute(nb, ids: list[str], limit: float, km, env: dict, work, finish)
     i, cells, forged, process = 0, list(nb.cells), False, None
     names = re.compile(r"\b(?:" + "|".join(map(re.escape, ids)) + r")\b") if ids else None
 
-    async def snapshot():
+    def read(cell, mark):
         nonlocal forged
-        extract = nbformat.v4.new_code_cell(extraction_cell(ids, marker))
-        nb.cells.append(extract)  # nbclient files outputs by index into the notebook
-        client.timeout = EXTRACT_TIMEOUT
-        try:
-            await client.async_execute_cell(extract, len(nb.cells) - 1, store_history=False)
-        finally:
-            nb.cells.pop()
-        answers = read_answers(extract, marker, ids)
+        answers = read_answers(cell, mark, ids)
         forged = forged or answers is None
         run.answers = None if forged else answers
+
+    async def hidden(source):
+        """Run ``source`` as a cell of its own, out of the history, and return it with its outputs."""
+        cell = nbformat.v4.new_code_cell(source)
+        nb.cells.append(cell)  # nbclient files outputs by index into the notebook
+        client.timeout = EXTRACT_TIMEOUT
+        try:
+            await client.async_execute_cell(cell, len(nb.cells) - 1, store_history=False)
+        finally:
+            nb.cells.pop()
+        return cell
 
     try:
         # the kernel's own log lines would bury the grader's progress; its errors are in the cells
         async with client.async_setup_kernel(env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                               cleanup_kc=True):
             process = getattr(km.provisioner, "process", None)
+            if names:
+                await hidden(watch_cell(ids, watched, names.pattern))
             for i, cell in enumerate(cells):
                 client.timeout = max(1, math.ceil(start + limit - time.monotonic()))
                 await client.async_execute_cell(cell, i)
@@ -128,8 +165,8 @@ async def execute(nb, ids: list[str], limit: float, km, env: dict, work, finish)
                 if run.status == "ok" and cell.cell_type == "code" and (error := first_error(cell)):
                     run.status, run.cell, run.error = "error", i, error
                 if cell.cell_type == "code" and names and names.search(cell.source):
-                    await snapshot()  # what a crash later in the notebook cannot take back
-            await snapshot()
+                    read(cell, watched)  # what a crash later in the notebook cannot take back
+            read(await hidden(extraction_cell(ids, marker)), marker)
     except DeadKernelError:
         run.status, run.cell = "died", i
     except Exception as err:  # a kernel that cannot start or talk must not stop the batch

@@ -4,8 +4,9 @@
 Inside it a kernel sees the system's programs and libraries read-only (``/usr``), the Python it
 runs and the libraries of the grader's environment read-only, the student package read-only, and
 its own folder (``box_paths``): scratch folders (working folder, ``HOME``, temporary files) on a
-tmpfs of ``SCRATCH_BYTES``, and the check log and the kernel's sockets, which the grader reads.
-Not the repository, not another submission, not the grader's output folder.
+tmpfs of ``SCRATCH_BYTES``, its sockets' folder on a tmpfs of ``SOCKETS_BYTES`` (the grader
+reaches it through the sandbox's ``/proc/<pid>/root``, ``reach``), and the check log, the one file
+of the disk it may write. Not the repository, not another submission, not the grader's output folder.
 It has its own PID namespace (its ``/proc`` shows only its own processes; when the kernel ends,
 everything it started ends with it), no network (Jupyter's messages go over Unix sockets in its
 folder), and limits on address space, processes, file size, CPU time and core files. Run as root,
@@ -20,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import time
 from pathlib import Path
 
 from ..errors import ChalkError
@@ -33,6 +35,9 @@ notebook's time limit plus a margin (``launcher_args``)."""
 SCRATCH_BYTES = 256 * 2 ** 20
 """What a kernel may write: its folders (``SCRATCH_FOLDERS``) share one tmpfs of this size, and its
 /tmp is another, so a notebook that fills them gets "no space left" and the disk is untouched."""
+SOCKETS_BYTES = 2 ** 20
+"""The tmpfs of the kernel's sockets' folder: sockets take no space, so a notebook that writes files
+there is stopped at this size instead of filling the disk."""
 SCRATCH_FOLDERS = ("work", "home", "tmp", "ipython", "mpl")
 """Under ``box/scratch``: the working folder, HOME, TMPDIR, IPYTHONDIR and MPLCONFIGDIR."""
 INSTALL = "apt-get install bubblewrap (Debian, Ubuntu), dnf install bubblewrap (Fedora)"
@@ -55,7 +60,10 @@ for name, value in limits.items():
 # the kernel's parent is PID 1 of its namespace, which ipykernel's poller takes for an orphaning;
 # bwrap's --die-with-parent ends the sandbox with the grader instead
 os.environ.pop("JPY_PARENT_PID", None)
-os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *rest])
+# ipykernel without its debugger: importing debugpy is a quarter of a kernel's start, and no
+# grading run is debugged (ipykernel runs without it when the import fails)
+kernel = "import sys; sys.modules['debugpy'] = None; from ipykernel import kernelapp; kernelapp.launch_new_instance()"
+os.execv(sys.executable, [sys.executable, "-c", kernel, *rest])
 '''
 
 
@@ -121,20 +129,22 @@ def python_folders() -> list[Path]:
 
 
 def box_paths(box: Path) -> dict[str, Path]:
-    """Where a kernel's things are in its ``box``: ``conn`` (its sockets, the connection file) and
-    ``log`` (the check log), which the grader reads from outside, and the ``SCRATCH_FOLDERS``."""
-    return {"conn": box / "conn", "log": box / "checks.jsonl",
+    """Where a kernel's things are in its ``box``: ``conn`` (its sockets), ``connection`` (the
+    connection file, read-only to it) and ``log`` (the check log), which the grader reads from
+    outside, and the ``SCRATCH_FOLDERS``."""
+    return {"conn": box / "conn", "connection": box / "kernel.json", "log": box / "checks.jsonl",
             **{name: box / "scratch" / name for name in SCRATCH_FOLDERS}}
 
 
 def _box(tool: str, box: Path) -> list[str]:
-    """``box`` read-only but for its sockets' folder and check log; its scratch folders on a tmpfs
-    of ``SCRATCH_BYTES`` where this bwrap can size one, else bound from the disk (each file then
-    limited by RLIMIT_FSIZE only)."""
+    """``box`` read-only but for its check log, its sockets' folder and its scratch folders: those
+    two on tmpfs of ``SOCKETS_BYTES`` and ``SCRATCH_BYTES`` where this bwrap can size one, else
+    bound from the disk (each file then limited by RLIMIT_FSIZE only)."""
     paths = box_paths(box)
-    args = _bind(box) + ["--bind", str(paths["conn"]), str(paths["conn"]), "--bind", str(paths["log"]), str(paths["log"])]
+    args = _bind(box) + ["--bind", str(paths["log"]), str(paths["log"])]
     if not sized(tool):
-        return args + ["--bind", str(box / "scratch"), str(box / "scratch")]
+        return args + ["--bind", str(paths["conn"]), str(paths["conn"]), "--bind", str(box / "scratch"), str(box / "scratch")]
+    args += ["--perms", "01777", "--size", str(SOCKETS_BYTES), "--tmpfs", str(paths["conn"])]
     args += ["--perms", "01777", "--size", str(SCRATCH_BYTES), "--tmpfs", str(box / "scratch")]
     for name in SCRATCH_FOLDERS:  # writable by the user the launcher drops to, whoever owns the tmpfs
         args += ["--perms", "0777", "--dir", str(paths[name])]
@@ -142,7 +152,7 @@ def _box(tool: str, box: Path) -> list[str]:
 
 
 def command(tool: str, box: Path, package: Path, kernel_python: Path, launcher: Path, seconds: float) -> list[str]:
-    """The kernel's argv: bwrap around the launcher around ``ipykernel_launcher``.
+    """The kernel's argv: bwrap around the launcher around ipykernel's kernel.
 
     ``box`` is the submission's folder (``box_paths``); ``package``, the folder holding the batch's
     student package, is bound read-only at ``box/lib`` (one copy for every kernel of a batch: none
@@ -161,6 +171,24 @@ def command(tool: str, box: Path, package: Path, kernel_python: Path, launcher: 
         limits["RLIMIT_NPROC"] += _own_processes()
     python = kernel_python / "bin" / "python"
     return [*args, "--", str(python), str(launcher), json.dumps(limits), "-f", "{connection_file}"]
+
+
+def reach(tool: str, bwrap_pid: int, path: Path, wait: float = 30) -> str:
+    """``path`` of the sandbox that the ``bwrap`` process ``bwrap_pid`` started, as the grader
+    reaches it: through ``/proc/<pid>/root`` of the sandbox's first process, where the sandbox
+    mounts its own tmpfs (``_box``); ``path`` itself where this bwrap binds it from the disk."""
+    if not sized(tool):
+        return str(path)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        for entry in Path("/proc").iterdir():
+            try:
+                if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == bwrap_pid:
+                    return f"/proc/{entry.name}/root{path}"
+            except (OSError, ValueError, IndexError):
+                continue
+        time.sleep(0.01)
+    raise SandboxError(f"SANDBOX: the sandbox of bwrap (pid {bwrap_pid}) did not start within {wait:g} s")
 
 
 def _own_processes() -> int:
