@@ -180,15 +180,21 @@ def reach(tool: str, bwrap_pid: int, path: Path, wait: float = 30) -> str:
     if not sized(tool):
         return str(path)
     deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and _state(Path(f"/proc/{bwrap_pid}"))[0] not in ("", "Z"):
         for entry in Path("/proc").iterdir():
-            try:
-                if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == bwrap_pid:
-                    return f"/proc/{entry.name}/root{path}"
-            except (OSError, ValueError, IndexError):
-                continue
+            if entry.name.isdigit() and _state(entry)[1] == bwrap_pid:
+                return f"/proc/{entry.name}/root{path}"
         time.sleep(0.01)
-    raise SandboxError(f"SANDBOX: the sandbox of bwrap (pid {bwrap_pid}) did not start within {wait:g} s")
+    raise SandboxError(f"SANDBOX: the sandbox of bwrap (pid {bwrap_pid}) did not start (within {wait:g} s)")
+
+
+def _state(process: Path) -> tuple[str, int]:
+    """(state letter, parent pid) of the ``/proc/<pid>`` folder ``process``; ("", 0) once it is gone."""
+    try:
+        fields = (process / "stat").read_text().rsplit(")", 1)[1].split()
+        return fields[0], int(fields[1])
+    except (OSError, ValueError, IndexError):
+        return "", 0
 
 
 def _own_processes() -> int:
