@@ -3,8 +3,10 @@ the default site no problem-set page shows an answer before a fold is opened.
 
 The class site (``make book STUDENT=1``) is the default site with the problem sets swapped for their
 student editions, so it is searched as the chapters, book pages and cards of the built site
-(``built_site``: built once per test run, or CHALK_SITE) plus the student problem sets, executed
-here as the class site executes them. Every answer is searched for at its tolerance
+(``built_site``: built once per test run, or CHALK_SITE) plus the student problem sets as a run of
+them shows them: their cells, outputs and ``{eval}`` numbers, from the one run the student edition
+makes of each (``edition.problem_set_run``, cached by notebook and library, so a test run executes
+each once whichever test asks first). Every answer is searched for at its tolerance
 (``chalk.teaching.leaks`` says what counts as printed); a round answer (one significant digit,
 like 6 layers) cannot be told from the site's other 6s and is checked by reading instead.
 
@@ -12,10 +14,9 @@ The default site (``make book``) keeps the instructor's problem sets, each solut
 (``chalk.teaching.tags``): their pages are read as a visitor sees them before opening anything.
 """
 import pytest
-from nbclient import NotebookClient
 
 from chalk.teaching import leaks
-from chalk.teaching.edition import problem_sets, student_problem_set
+from chalk.teaching.edition import problem_set_run, problem_sets
 from chalk.teaching.exercises import NUMBER, problem_set
 from chalk.teaching.flashcards import load_decks
 from chalk.teaching.seal import known_problem_sets
@@ -26,18 +27,29 @@ and the pages of measured numbers (``leaks.MEASURED``: about one build in fifty,
 some key by chance)."""
 
 
+def ran_text(nb, ran) -> str:
+    """What a run of ``nb`` shows (``leaks.notebook_text``; its cells take the run's outputs) and the
+    numbers its ``{eval}`` roles print. A cell that failed fails the class site's build
+    (allow_errors: false), so it fails here."""
+    values = []
+    for cell, result in zip(nb.cells, ran.cells, strict=True):
+        if cell.cell_type == "code":
+            cell.outputs = result["outputs"]
+            errors = [o for o in cell.outputs if o.get("output_type") == "error"]
+            assert not errors, f"a cell of the student edition fails: {errors[0].get('ename')}: {errors[0].get('evalue')}"
+        values += result.get("values", {}).values()
+    return leaks.notebook_text(nb) + "\n" + "\n".join(values)
+
+
 @pytest.fixture(scope="module")
-def texts(built_site, tmp_path_factory):
+def texts(built_site):
     """{where: text} of every page, card and student problem set a student reads."""
     found = {p.relative_to(built_site).as_posix(): leaks.file_text(p) for p in sorted(built_site.rglob("*.html"))
              if not p.relative_to(built_site).as_posix().startswith(NOT_PAGES)}
     assert any(k.startswith("notebooks/") for k in found) and "book/flashcards.html" in found
     found.update({f"card {c.id}": f"{c.front}\n{c.back}" for d in load_decks() for c in d.cards})
-    work = tmp_path_factory.mktemp("problem-sets")
     for src in problem_sets():
-        nb = student_problem_set(src)
-        NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(work)}}).execute()
-        found[f"exercises/{src.stem} (student edition, run)"] = leaks.notebook_text(nb)
+        found[f"exercises/{src.stem} (student edition, run)"] = ran_text(*problem_set_run(src))
     return found
 
 

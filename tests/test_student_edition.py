@@ -9,6 +9,7 @@ a student installs.
 """
 import base64
 import csv
+import fcntl
 import hashlib
 import io
 import json
@@ -133,6 +134,33 @@ def test_the_class_site_reads_student_problem_sets_and_leaves_every_other_page(m
         assert nbformat.reads(text, as_version=4).metadata["chalk"] == {"problem_set": src.stem}
     assert read(f"notebooks/{CHAPTER_NOTEBOOKS[0].stem}", chapter) == chapter
     assert class_site.reread_problem_sets(app, None, set(), set(), set()) == [f"exercises/{p.stem}" for p in PROBLEM_SETS]
+
+
+def test_a_build_leaves_the_page_another_build_is_running_for_last(tmp_path, monkeypatch):
+    # Two test workers building on a cold cache: each runs the pages the other is not running, and
+    # reads the other's from the cache at the end, instead of both waiting at the same page's lock.
+    monkeypatch.setenv(edition.CACHE_ENV, str(tmp_path / "cache"))
+    made = []
+
+    def make(src, root, course, library):
+        made.append(src.relative_to(root).as_posix())
+        return nbformat.v4.new_notebook()
+
+    monkeypatch.setattr(edition, "plain_problem_set", make)
+    monkeypatch.setattr(edition, "plain_chapter", make)
+    monkeypatch.setattr(edition, "course_site", lambda root: None)
+    monkeypatch.setattr(edition, "write_tree", lambda dest: dest)
+    monkeypatch.setattr(edition, "write_wheel", lambda tree, out: None)
+    busy = "exercises-" + PROBLEM_SETS[0].stem
+    (tmp_path / "cache").mkdir()
+    with open(tmp_path / "cache" / f"{busy}.lock", "w") as held:  # as plain.run holds it while it runs the page
+        fcntl.flock(held, fcntl.LOCK_EX)
+        edition.build(tmp_path / "student")
+    every = [p.relative_to(ROOT).as_posix() for p in PROBLEM_SETS + CHAPTER_NOTEBOOKS]
+    assert made == every[1:] + every[:1]
+    made.clear()
+    edition.build(tmp_path / "student")  # nobody else running: the usual order
+    assert made == every
 
 
 def test_cli_needs_a_destination(capsys):

@@ -15,6 +15,7 @@ permissions, outputs without addresses or widget state, so the same tree gives t
 lab page's numbers are measurements of the machine that ran it: they repeat through the cache).
 """
 import argparse
+import fcntl
 import os
 import shutil
 import sys
@@ -106,23 +107,53 @@ def course_site(root: Path = ROOT):
     return site(root, [p.relative_to(root).as_posix() for p in problem_sets(root) + chapter_notebooks(root)])
 
 
-def _plain(nb, src: Path, root: Path, course, library: str | None, outputs: bool, **run_options):
-    page = src.relative_to(root).as_posix()
-    ran = run(nb, src.parent, cache_folder(root), name=page.replace("/", "-").removesuffix(".ipynb"),
-              library=library, **run_options)
-    return notebook(nb, page, course or course_site(root), ran, outputs=outputs)
+def _cache_name(src: Path, root: Path) -> str:
+    return src.relative_to(root).as_posix().replace("/", "-").removesuffix(".ipynb")
+
+
+def page_run(nb, src: Path, root: Path = ROOT, library: str | None = None, **run_options):
+    """The one run of ``nb``, the edition's form of the page ``src``, from the cache it shares with
+    every other build and test of this tree (``cache_folder``): the first to ask runs it."""
+    return run(nb, src.parent, cache_folder(root), name=_cache_name(src, root), library=library, **run_options)
+
+
+def _running_elsewhere(src: Path, root: Path) -> bool:
+    """Whether another process is running the page ``src`` into the cache now: ``plain.run`` holds
+    ``<name>.lock`` there while it runs one."""
+    lock = cache_folder(root) / f"{_cache_name(src, root)}.lock"
+    if not lock.is_file():
+        return False
+    with open(lock, "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+    return False
+
+
+def problem_set_run(src: Path, root: Path = ROOT, library: str | None = None):
+    """A problem set's student edition (``student_problem_set``) and its one run (``page_run``). A
+    student's answers are ``...``, so cells after an answer may fail in that run (their errors are
+    its outputs)."""
+    nb = student_problem_set(src)
+    return nb, page_run(nb, src, root, library, allow_errors=True)
+
+
+def _plain(nb, ran, src: Path, root: Path, course, outputs: bool):
+    return notebook(nb, src.relative_to(root).as_posix(), course or course_site(root), ran, outputs=outputs)
 
 
 def plain_problem_set(src: Path, root: Path = ROOT, course=None, library: str | None = None):
     """The problem set a student receives: ``student_problem_set`` as plain Markdown, its numbers
-    from one run of it (cached), without outputs. A student's answers are ``...``, so cells after
-    an answer may fail in that run; an ``{eval}`` that needed one of them fails the build."""
-    return _plain(student_problem_set(src), src, root, course, library, outputs=False, allow_errors=True)
+    from its one run (``problem_set_run``), without outputs; an ``{eval}`` that needed a cell that
+    failed there fails the build."""
+    return _plain(*problem_set_run(src, root, library), src, root, course, outputs=False)
 
 
 def plain_chapter(src: Path, root: Path = ROOT, course=None, library: str | None = None):
-    """A chapter page as plain Markdown with the outputs of one run of it (cached)."""
-    return _plain(nbformat.read(src, as_version=4), src, root, course, library, outputs=True)
+    """A chapter page as plain Markdown with the outputs of its one run (``page_run``)."""
+    nb = nbformat.read(src, as_version=4)
+    return _plain(nb, page_run(nb, src, root, library), src, root, course, outputs=True)
 
 
 def write_zip(folder: Path, dest: Path) -> Path:
@@ -141,11 +172,18 @@ def build(out: Path, root: Path = ROOT) -> Path:
     if out.exists():
         shutil.rmtree(out)
     library, course = library_digest(root), course_site(root)
-    for folder, make, sources in (("exercises", plain_problem_set, problem_sets(root)),
-                                  ("notebooks", plain_chapter, chapter_notebooks(root))):
+    pages = [(folder, make, src) for folder, make, sources in (("exercises", plain_problem_set, problem_sets(root)),
+                                                               ("notebooks", plain_chapter, chapter_notebooks(root)))
+             for src in sources]
+    for folder in ("exercises", "notebooks"):
         (out / folder).mkdir(parents=True, exist_ok=True)
-        for src in sources:
-            nbformat.write(make(src, root, course, library), out / folder / src.name)
+    while pages:
+        # A page another build is running now (two test workers on a cold cache) comes last: the
+        # builds run different pages at once instead of one waiting at each page the other runs.
+        page = next((p for p in pages if not _running_elsewhere(p[2], root)), pages[0])
+        pages.remove(page)
+        folder, make, src = page
+        nbformat.write(make(src, root, course, library), out / folder / src.name)
     with tempfile.TemporaryDirectory(prefix="chalk-package-") as tmp:
         write_wheel(write_tree(Path(tmp) / "tree"), out)
     (out / "README.md").write_text(README.format(wheel=wheel_name()), encoding="utf-8")
