@@ -2,7 +2,10 @@
 assign, publish, grade, merge the hand-marked points, clean up, export the decks.
 
 The commands run in a scratch folder that holds the Makefile and a link to .venv, so their
-outputs (``_build/``) stay out of the repository while other tests read it. Sample submissions
+outputs (``_build/``) stay out of the repository while other tests read it. Their sources are the
+repository's (``chalk`` is installed editable), so `make student` reads and fills the repository's
+edition cache (``edition.cache_folder``): a test run executes each page of the edition once, in
+whichever test builds it first. Sample submissions
 sit where the guide tells instructors to put them: the instructor's own problem set (every answer
 right, the model answer as its written answer) and a student edition with no number answered, a
 sentence in its written answer (Chapter 1's, under ``sparsity_k16``) and a note the student added.
@@ -18,7 +21,7 @@ import subprocess
 import nbformat
 import pytest
 
-from chalk.teaching import overview
+from chalk.teaching import edition, overview
 from chalk.teaching.edition import student_problem_set
 from chalk.teaching.seal import known_problem_sets
 from chalk.teaching.exercises import problem_set
@@ -175,6 +178,13 @@ def test_clean_keeps_the_grades(ran):
 
 def test_decks_are_exported(ran):
     assert {"decks/chalk.apkg", "decks/chalk_cards.tsv"} <= after(ran, "make deck")
+
+
+def test_make_student_there_shares_the_repositorys_edition_cache(scratch):
+    # Else the guide's `make student` would run every page of the edition a second time in a test run.
+    proc = subprocess.run([".venv/bin/python", "-c", "from chalk.teaching import edition; print(edition.cache_folder())"],
+                          cwd=scratch, capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == str(edition.cache_folder(ROOT))
 
 
 def test_grade_without_submissions_fails_with_one_line(scratch):
