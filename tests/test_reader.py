@@ -261,13 +261,22 @@ class ProbeFailed(str):
     """A probe that raised: the tests that read it fail with this message, the others go on."""
 
 
-def crawl(browser, site: Path, width: str) -> dict[str, dict]:
+class SiteRead(dict):
+    """{page: what was read there}, named in one line in a failing test's report."""
+    width = ""
+
+    def __repr__(self):
+        return f"<{len(self)} pages read at {self.width} width>"
+
+
+def crawl(browser, site: Path, width: str) -> SiteRead:
     """Every page opened once, offline (every non-file request refused), at ``width``: for each, its
     console errors and uncaught exceptions ('errors'), why it did not load ('load'), and what each of
     its PROBES read."""
     ctx = browser.new_context(viewport=VIEWPORTS[width])
     ctx.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file://") else route.abort())
-    read = {}
+    read = SiteRead()
+    read.width = width
     for rel_path in pages(site):
         record = read[rel_path] = {"errors": []}
         page = ctx.new_page()
