@@ -2,7 +2,8 @@
 
 The build is the one README's `make book` runs, with `-W -n --keep-going` so a failing cell, a
 broken reference or any Sphinx warning fails it. The browser is Debian's Chromium, driven by
-Playwright without a browser download; screenshots land in _build/screenshots/.
+Playwright without a browser download; screenshots of each page's first screen land in
+_build/screenshots/ (a full-page shot of a 21,000 px chapter took as long as loading it).
 """
 import re
 
@@ -64,25 +65,29 @@ def open_page(browser, rel_path):
     return page, blocked
 
 
+TYPESET = """() => {
+    const main = document.querySelector('main') || document.body;
+    const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
+    const raw = [];
+    while (walker.nextNode()) {
+        const n = walker.currentNode, p = n.parentElement;
+        if (p.closest('script, style, pre, code, mjx-container, .MathJax')) continue;
+        if (/\\$\\$|\\\\\\(|\\\\\\[|\\\\frac|\\\\text\\{/.test(n.textContent)) raw.push(n.textContent.slice(0, 80));
+    }
+    const broken = Array.from(document.images).filter(img => !(img.complete && img.naturalWidth > 0)).map(img => img.src);
+    return {math: document.querySelectorAll('mjx-container').length, raw, broken};
+}"""
+"""What the typeset check reads, in one round trip: typeset formulas, text with raw TeX left in it
+outside code and math, and images that did not load."""
+
+
 def assert_math_typeset_and_images_load(page, math=True):
     """Raw TeX nowhere and every image loaded; with ``math``, some typeset math on the page."""
+    found = page.evaluate(TYPESET)
     if math:
-        assert page.locator("mjx-container").count() > 0, "no typeset math on the page"
-    raw = page.evaluate("""() => {
-        const main = document.querySelector('main') || document.body;
-        const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
-        const bad = [];
-        while (walker.nextNode()) {
-            const n = walker.currentNode, p = n.parentElement;
-            if (p.closest('script, style, pre, code, mjx-container, .MathJax')) continue;
-            if (/\\$\\$|\\\\\\(|\\\\\\[|\\\\frac|\\\\text\\{/.test(n.textContent)) bad.push(n.textContent.slice(0, 80));
-        }
-        return bad;
-    }""")
-    assert raw == [], f"raw TeX left on the page: {raw[:5]}"
-    broken = page.evaluate("""() => Array.from(document.images)
-        .filter(img => !(img.complete && img.naturalWidth > 0)).map(img => img.src)""")
-    assert broken == [], f"images that did not load: {broken}"
+        assert found["math"] > 0, "no typeset math on the page"
+    assert found["raw"] == [], f"raw TeX left on the page: {found['raw'][:5]}"
+    assert found["broken"] == [], f"images that did not load: {found['broken']}"
 
 
 def test_chapter_pages_typeset(chromium_browser):
@@ -90,7 +95,7 @@ def test_chapter_pages_typeset(chromium_browser):
     for notebook in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         page, blocked = open_page(chromium_browser, f"notebooks/{notebook.stem}.html")
         assert_math_typeset_and_images_load(page)
-        page.screenshot(path=str(SHOTS / f"{notebook.stem}.png"), full_page=True)
+        page.screenshot(path=str(SHOTS / f"{notebook.stem}.png"))
         assert not [u for u in blocked if u.startswith("http")], (notebook.stem, blocked)
         page.context.close()
 
@@ -103,11 +108,11 @@ def test_flashcards_flip(chromium_browser):
     assert "flipped" not in (card.get_attribute("class") or "")
     card.click()
     assert "flipped" in (card.get_attribute("class") or "")
-    page.screenshot(path=str(SHOTS / "flashcards.png"), full_page=True)
+    page.screenshot(path=str(SHOTS / "flashcards.png"))
 
 
 def screenshot(page, rel_path):
-    page.screenshot(path=str(SHOTS / rel_path.replace("/", "_").replace(".html", ".png")), full_page=True)
+    page.screenshot(path=str(SHOTS / rel_path.replace("/", "_").replace(".html", ".png")))
     page.context.close()
 
 

@@ -13,19 +13,9 @@ import re
 import pytest
 
 from chalk.figures import twin
-from conftest import SHOTS, focus_ring_problem, focus_style
+from conftest import FOCUS_STYLE, SHOTS, focus_ring_problem
 
 SCRIPT_TAG = re.compile(r'<script[^>]+src="[^"]*_static/chalk-twin\.js[^"]*"')
-
-# What a twin shows: every panel's SVG and the readout, as one string to compare before and after.
-STATE = """el => Array.from(el.querySelectorAll('svg')).map(s => s.innerHTML).join('')
-                  + '|' + el.querySelector('.chalk-twin-readout').textContent"""
-BLANK = """el => {
-    const empty = Array.from(el.querySelectorAll('svg.chalk-twin-panel')).filter(s => s.childElementCount === 0);
-    return {empty: empty.length, svgs: el.querySelectorAll('svg.chalk-twin-panel').length,
-            readout: el.querySelector('.chalk-twin-readout').textContent.trim()};
-}"""
-
 
 def pages_with_twins(site):
     return sorted(p for p in site.rglob("*.html") if 'class="chalk-twin"' in p.read_text(errors="replace"))
@@ -49,10 +39,31 @@ def open_offline(browser, url):
     return page, refused
 
 
-def assert_not_blank(root, what):
-    shown = root.evaluate(BLANK)
-    assert shown["svgs"] > 0 and shown["empty"] == 0, f"{what}: {shown['empty']} of {shown['svgs']} panels blank"
-    assert shown["readout"], f"{what}: empty readout"
+# What a twin shows (every panel's SVG and the readout, as one string to compare before and after),
+# whether any panel is blank, and the words its panels give a screen reader; put into each call's
+# script so that a check runs in the page, one round trip for many reads.
+IN_PAGE = """
+const state = el => Array.from(el.querySelectorAll('svg')).map(s => s.innerHTML).join('')
+    + '|' + el.querySelector('.chalk-twin-readout').textContent;
+const blank = el => {
+    const svgs = Array.from(el.querySelectorAll('svg.chalk-twin-panel'));
+    return {empty: svgs.filter(s => s.childElementCount === 0).length, svgs: svgs.length,
+            readout: el.querySelector('.chalk-twin-readout').textContent.trim()};
+};
+const blankProblem = (el, what) => {
+    const shown = blank(el);
+    if (!(shown.svgs > 0 && shown.empty === 0)) return `${what}: ${shown.empty} of ${shown.svgs} panels blank`;
+    return shown.readout ? null : `${what}: empty readout`;
+};
+const words = el => Array.from(el.querySelectorAll('svg.chalk-twin-panel')).map(s => s.getAttribute('aria-label'));
+const focusStyle = """ + FOCUS_STYLE + """;
+const controls = el => Array.from(el.querySelectorAll('select, input'));
+"""
+
+
+def in_page(body: str) -> str:
+    """A function of the twin's root element run in the page, with IN_PAGE's helpers in scope."""
+    return f"(root, arg) => {{ {IN_PAGE}\n{body} }}"
 
 
 def move(root, control, value):
@@ -63,64 +74,91 @@ def move(root, control, value):
         control.evaluate("(el, v) => { el.value = v; el.dispatchEvent(new Event('input', {bubbles: true})); }", value)
 
 
+MOVE_EVERY_CONTROL = in_page("""
+    // As a reader's mouse would: a slider's 'input', a dropdown's 'input' and 'change' (what
+    // Playwright's select_option sends); the twin redraws within the event.
+    const move = (el, v) => {
+        el.value = v;
+        el.dispatchEvent(new Event('input', {bubbles: true}));
+        if (el.tagName === 'SELECT') el.dispatchEvent(new Event('change', {bubbles: true}));
+    };
+    const problems = [], check = (el, v, changed, what) => {
+        const before = state(root);
+        move(el, v);
+        if (state(root) === before) problems.push(`${arg}: ${changed} changed nothing`);
+        const empty = blankProblem(root, `${arg}, ${what}`);
+        if (empty) problems.push(empty);
+    };
+    const start = blankProblem(root, `${arg} at start`);
+    if (start) return [start];
+    for (const slider of root.querySelectorAll('input[type="range"]')) {
+        const lo = slider.getAttribute('min'), hi = slider.getAttribute('max'), now = slider.value;
+        for (const target of [now !== hi ? hi : lo, String(Math.floor((+lo + +hi) / 2))])
+            check(slider, target, `slider to ${target}`, `slider at ${target}`);
+    }
+    for (const select of root.querySelectorAll('select')) {
+        const label = select.getAttribute('class'), current = select.value;
+        const values = Array.from(select.options).map(o => o.value);
+        for (const value of [...values.filter(v => v !== current), current])
+            check(select, value, `${label} = ${value}`, `${label} = ${value}`);
+    }
+    return problems;""")
+
+
 def check_twin(root, name):
     """Move every control of one twin: the slider first (at the twin's first view), then each
-    option of each dropdown in turn."""
-    assert_not_blank(root, f"{name} at start")
-    for slider in root.locator('input[type="range"]').all():
-        lo, hi, now = slider.get_attribute("min"), slider.get_attribute("max"), slider.input_value()
-        for target in (hi if now != hi else lo, str((int(lo) + int(hi)) // 2)):
-            before = root.evaluate(STATE)
-            move(root, slider, target)
-            assert root.evaluate(STATE) != before, f"{name}: slider to {target} changed nothing"
-            assert_not_blank(root, f"{name}, slider at {target}")
-    for select in root.locator("select").all():
-        label = select.get_attribute("class")
-        values = select.evaluate("el => Array.from(el.options).map(o => o.value)")
-        current = select.input_value()
-        for value in [v for v in values if v != current] + [current]:
-            before = root.evaluate(STATE)
-            move(root, select, value)
-            assert root.evaluate(STATE) != before, f"{name}: {label} = {value} changed nothing"
-            assert_not_blank(root, f"{name}, {label} = {value}")
+    option of each dropdown in turn; each move must change the drawing or the readout and leave no
+    panel blank. One round trip in all: the moves run in the page."""
+    problems = root.evaluate(MOVE_EVERY_CONTROL, name)
+    assert not problems, "\n".join(problems)
 
 
-WORDS = "el => Array.from(el.querySelectorAll('svg.chalk-twin-panel')).map(s => s.getAttribute('aria-label'))"
+KEYBOARD_START = in_page("""
+    const data = JSON.parse(root.querySelector('.chalk-twin-data').textContent);
+    return {titles: data.panels.map(p => p.title), stops: data.controls[data.controls.length - 1].values,
+            live: root.querySelector('.chalk-twin-readout').getAttribute('aria-live'),
+            unfocused: controls(root).map(focusStyle)};""")
+BEFORE_KEY = in_page("""
+    const c = controls(root)[arg];
+    window.chalkTwinBefore = state(root);
+    return {focused: c === document.activeElement, look: focusStyle(c), tag: c.tagName, type: c.type,
+            label: c.getAttribute('class'),
+            last: c.tagName === 'SELECT' ? c.selectedIndex === c.options.length - 1 : +c.value === +c.max};""")
+AFTER_KEY = in_page("""
+    const c = controls(root)[arg];
+    return {changed: state(root) !== window.chalkTwinBefore, words: words(root), value: c.value,
+            valuetext: c.getAttribute('aria-valuetext')};""")
+RESTORED = in_page("return state(root) === window.chalkTwinBefore;")
 
 
 def check_keyboard(page, root, name):
     """Reach every control of one twin with Tab from the first, move each with an arrow key and
     back (each from the twin's first view): the drawing or the readout changes, the panels keep
-    their words for a screen reader, and the slider speaks its value."""
-    data = json.loads(root.locator(".chalk-twin-data").text_content())
-    readout = root.locator(".chalk-twin-readout")
-    assert readout.get_attribute("aria-live") == "polite", f"{name}: the readout is not a live region"
-    titles = [p["title"] for p in data["panels"]]
-    controls = root.locator("select, input")
-    unfocused = [focus_style(controls.nth(k)) for k in range(controls.count())]
-    controls.first.focus()
-    for k in range(controls.count()):
-        c = controls.nth(k)
-        what = f"{name}, control {k} ({c.get_attribute('class')})"
-        assert c.evaluate("el => el === document.activeElement"), f"{what}: Tab does not reach it"
-        assert not (why := focus_ring_problem(unfocused[k], focus_style(c))), f"{what}: {why}"
-        if c.evaluate("el => el.tagName") == "SELECT":  # the next option, or the one before the last
-            key, back = ("ArrowUp", "ArrowDown") if c.evaluate(
-                "el => el.selectedIndex === el.options.length - 1") else ("ArrowDown", "ArrowUp")
+    their words for a screen reader, and the slider speaks its value. The keys are real key
+    presses; what they did is read in one round trip after each."""
+    start = root.evaluate(KEYBOARD_START)
+    assert start["live"] == "polite", f"{name}: the readout is not a live region"
+    root.locator("select, input").first.focus()
+    for k, unfocused in enumerate(start["unfocused"]):
+        c = root.evaluate(BEFORE_KEY, k)
+        what = f"{name}, control {k} ({c['label']})"
+        assert c["focused"], f"{what}: Tab does not reach it"
+        assert not (why := focus_ring_problem(unfocused, c["look"])), f"{what}: {why}"
+        if c["tag"] == "SELECT":  # the next option, or the one before the last
+            key, back = ("ArrowUp", "ArrowDown") if c["last"] else ("ArrowDown", "ArrowUp")
         else:  # the next stop, or the one before the last
-            key, back = ("ArrowLeft", "ArrowRight") if c.evaluate(
-                "el => +el.value === +el.max") else ("ArrowRight", "ArrowLeft")
-        before = root.evaluate(STATE)
+            key, back = ("ArrowLeft", "ArrowRight") if c["last"] else ("ArrowRight", "ArrowLeft")
         page.keyboard.press(key)
-        assert root.evaluate(STATE) != before, f"{what}: an arrow key changed nothing"
-        now = root.evaluate(WORDS)
-        assert all(w and w.startswith(t) for w, t in zip(now, titles)), f"{what}: panels without words: {now}"
-        if c.evaluate("el => el.type") == "range":
-            stop = data["controls"][-1]["values"][int(c.input_value())]
-            assert c.get_attribute("aria-valuetext") == f"{stop:,}", f"{what}: the slider speaks its index"
+        after = root.evaluate(AFTER_KEY, k)
+        assert after["changed"], f"{what}: an arrow key changed nothing"
+        assert all(w and w.startswith(t) for w, t in zip(after["words"], start["titles"])), \
+            f"{what}: panels without words: {after['words']}"
+        if c["type"] == "range":
+            stop = start["stops"][int(after["value"])]
+            assert after["valuetext"] == f"{stop:,}", f"{what}: the slider speaks its index"
         page.keyboard.press(back)
-        assert root.evaluate(STATE) == before, f"{what}: the arrow key back did not restore the view"
-        if k + 1 < controls.count():
+        assert root.evaluate(RESTORED), f"{what}: the arrow key back did not restore the view"
+        if k + 1 < len(start["unfocused"]):
             page.keyboard.press("Tab")
 
 
