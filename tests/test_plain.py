@@ -14,7 +14,8 @@ from conftest import ROOT
 BASE = "https://example.org/course/"
 SITE = Site(BASE, {"moe": "term-MoE", "iso-flop line": "term-iso-FLOP-line"},
             {"pope2026": ("Pope and Patel", "2026")},
-            frozenset({"notebooks/01_a.ipynb", "notebooks/01_a-deeper.ipynb", "exercises/01_a.ipynb"}))
+            frozenset({"notebooks/01_a.ipynb", "notebooks/01_a-deeper.ipynb", "exercises/01_a.ipynb"}),
+            {"notebooks/01_a-deeper.ipynb": {"sec": "Sec:-one's"}, "notebooks/01_a.ipynb": {"top": "Top"}})
 PAGE = "notebooks/01_a.ipynb"
 KERNEL = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 
@@ -76,12 +77,50 @@ def test_glossary_anchors_are_the_ids_sphinx_writes():
 def test_links_reach_the_site_or_stay_between_notebooks():
     assert md("[the refs](../book/references.md)") == f"[the refs]({BASE}book/references.html)"
     assert md("[box](../book/corrections.md#ch1-box)") == f"[box]({BASE}book/corrections.html#ch1-box)"
+    # a section of a notebook: the id JupyterLab gives that heading, not the site's
     assert md("[check](01_a-deeper.ipynb#sec) and [set](../exercises/01_a.ipynb)") == \
-        "[check](01_a-deeper.ipynb#sec) and [set](../exercises/01_a.ipynb)"
-    assert md("[web](https://a.b/c) and [up](#top)") == "[web](https://a.b/c) and [up](#top)"
+        "[check](01_a-deeper.ipynb#Sec:-one's) and [set](../exercises/01_a.ipynb)"
+    assert md("[web](https://a.b/c) and [up](#top)") == "[web](https://a.b/c) and [up](#Top)"
+    with pytest.raises(PlainError, match="the link to #gone names no heading of notebooks/01_a-deeper.ipynb"):
+        md("[check](01_a-deeper.ipynb#gone)")
     assert SITE.link("../notebooks/01_a-deeper.html", "exercises/01_a.ipynb") == "../notebooks/01_a-deeper.ipynb"
     with pytest.raises(PlainError, match="data/x.csv"):
         md("[data](../data/x.csv)")
+
+
+@pytest.mark.parametrize("heading, lab_id", [
+    # JupyterLab's id is the rendered heading's text with each space a hyphen (rendermime's
+    # createHeaderId): case and punctuation kept, marks gone, maths as typed (set before MathJax runs)
+    ("A real operator: DeepSeek's own numbers", "A-real-operator:-DeepSeek's-own-numbers"),
+    ("Balance batch on an H100: `balance_h100`", "Balance-batch-on-an-H100:-balance_h100"),
+    ("Fast mode past $L^\\star$: **why**", "Fast-mode-past-$L^\\star$:-why"),
+    ("The [peak](x.md), term by term", "The-peak,-term-by-term"),
+    ("$D_\\text{pre}$ and _RL_ &amp; more", "$D_\\text{pre}$-and-RL-&-more"),
+])
+def test_a_headings_jupyterlab_id(heading, lab_id):
+    assert plain.lab_heading_id(heading) == lab_id
+
+
+def test_every_section_link_of_the_edition_names_a_heading_of_its_notebook():
+    """Every link of a shipped notebook's prose to a section of a shipped notebook resolves to that
+    heading's JupyterLab id (a PlainError otherwise); tested over the course's own notebooks."""
+    import html
+    import re
+
+    from chalk.teaching import edition
+
+    site = edition.course_site(ROOT)
+    resolved = {}
+    for page in sorted(site.shipped):
+        for cell in json.loads((ROOT / page).read_text())["cells"]:
+            if cell["cell_type"] == "markdown":
+                text = "".join(cell["source"])
+                for href in re.findall(r"\]\(([^)\s]+)\)", text) + re.findall(r'href="([^"]+)"', text):
+                    if "#" in href and not href.startswith(("http", "../book/")):
+                        resolved[(page, href)] = site.link(html.unescape(href), page)
+    assert len(resolved) >= 30, resolved
+    assert resolved[("notebooks/01_batching.ipynb", "01_batching-deeper.ipynb#a-real-operator-deepseek-s-own-numbers")] \
+        == "01_batching-deeper.ipynb#A-real-operator:-DeepSeek's-own-numbers"
 
 
 def test_targets_breaks_comments_and_options_go():

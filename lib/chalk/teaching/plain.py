@@ -31,7 +31,7 @@ import posixpath
 import re
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
@@ -51,18 +51,31 @@ class Site:
     """Where links go: ``base``, the published site's address (ending in ``/``); ``terms``, each
     glossary term (lower case, as Sphinx matches them) with its anchor on the glossary page;
     ``citations``, each bibliography key with its author-year label; ``shipped``, the paths from the
-    repository root of the notebooks the edition holds, which links reach as files."""
+    repository root of the notebooks the edition holds, which links reach as files; ``headings``,
+    for each of them, the site's id of each heading with the id JupyterLab gives it."""
     base: str
     terms: dict
     citations: dict
     shipped: frozenset
+    headings: dict = field(default_factory=dict)
+
+    def section(self, notebook: str, anchor: str, page: str) -> str:
+        """The id JupyterLab gives the heading the site calls ``anchor`` in ``notebook``: a link
+        keeping the site's id would open the notebook at its top (JupyterLab's ids keep case and
+        punctuation)."""
+        found = self.headings.get(notebook, {}).get(anchor)
+        if found is None:
+            raise PlainError(f"{page}: the link to #{anchor} names no heading of {notebook}")
+        return found
 
     def link(self, href: str, page: str) -> str:
         """``href`` as written in ``page`` (a path from the root) to where a student's copy of that
         page must point: a notebook of the edition relatively, any other page of the course on the
         site, an address or an anchor on the same page unchanged."""
-        if _ABSOLUTE.match(href) or href.startswith("#"):
+        if _ABSOLUTE.match(href):
             return href
+        if href.startswith("#"):
+            return "#" + self.section(page, href[1:], page) if page in self.headings else href
         path, sep, anchor = href.partition("#")
         folder = posixpath.dirname(page)
         target = posixpath.normpath(posixpath.join(folder, path))
@@ -71,7 +84,8 @@ class Site:
             raise PlainError(f"{page}: the link {href!r} is neither a page of the course nor a notebook "
                              "of the edition")
         if stem + ".ipynb" in self.shipped:
-            return posixpath.relpath(stem + ".ipynb", folder) + sep + anchor
+            return posixpath.relpath(stem + ".ipynb", folder) + (sep + self.section(stem + ".ipynb", anchor, page)
+                                                                if anchor else "")
         return f"{self.base}{stem}.html{sep}{anchor}"
 
     def term(self, text: str, page: str) -> str:
@@ -150,10 +164,31 @@ def base_url(root: Path = ROOT) -> str:
     return base.rstrip("/") + "/"
 
 
+_MATH = re.compile(r"(\$[^$]+\$)")
+
+
+def lab_heading_id(heading: str) -> str:
+    """The id JupyterLab gives a Markdown heading: the rendered heading's text with every space a
+    hyphen (@jupyterlab/rendermime's ``createHeaderId``). Link and code marks and emphasis leave
+    only their words; maths keeps its TeX and dollars, since the id is set before it is typeset."""
+    words = []
+    for part in _MATH.split(heading):
+        if not _MATH.fullmatch(part):
+            part = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", part)
+            part = re.sub(r"`([^`]*)`", r"\1", part)
+            part = html.unescape(re.sub(r"\*\*|__|(?<!\w)[*_]|[*_](?!\w)", "", part))
+        words.append(part)
+    return "".join(words).replace(" ", "-")
+
+
 def site(root: Path = ROOT, shipped=()) -> Site:
     """The course's site as ``_config.yml``, the glossary and the bibliography describe it."""
+    from .flashcards import chapter_sections
+
+    headings = {page: {anchor: lab_heading_id(text) for anchor, text in chapter_sections(root / page).items()}
+                for page in shipped}
     return Site(base_url(root), glossary_terms((root / "book" / "glossary.md").read_text(encoding="utf-8")),
-                citations(root / "book" / "references.bib"), frozenset(shipped))
+                citations(root / "book" / "references.bib"), frozenset(shipped), headings)
 
 
 # ---- Markdown ----------------------------------------------------------------------------------
