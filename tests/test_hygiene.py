@@ -1,5 +1,6 @@
 """Notebooks are committed clean: no outputs, no execution counts, and the metadata JupyterLab writes."""
 import json
+import re
 import subprocess
 
 import pytest
@@ -40,3 +41,26 @@ def test_notebook_metadata_is_what_jupyterlab_writes(path, lab_metadata):
     for key, value in lab_metadata.items():
         assert meta.get(key) == value, (f"{path}: {key} is {meta.get(key)}, JupyterLab writes {value}: "
                                         "run python -m chalk.teaching.lab_metadata")
+
+
+MATH_AGAINST_NUMBER = re.compile(r"(?<!\\)\$\{eval\}|\{eval\}`\w+`\$")
+"""An ``{eval}`` number written against a maths span's dollar (``$B^\\star/${eval}`x```): where the
+number is substituted (the student edition), ``$...$6`` breaks the dollar pairing of markdown-it
+front ends (VS Code, Colab), and the maths runs on into the following text. An escaped dollar
+(``\\${eval}`price```) is a currency sign, not maths."""
+
+
+def math_against_number(source: str) -> list[str]:
+    return [source[max(0, m.start() - 30):m.end() + 10] for m in MATH_AGAINST_NUMBER.finditer(source)]
+
+
+def test_math_against_number_rule_tells_both_ways():
+    assert math_against_number("at $B^\\star/${eval}`fm_fast_txt`.") and math_against_number("{eval}`a_txt`$\\,D$")
+    assert not math_against_number("at $B^\\star$ divided by {eval}`fm_fast_txt`, \\${eval}`usd_txt` per hour")
+
+
+@pytest.mark.parametrize("path", [p for p in tracked_notebooks() if p.startswith(("notebooks/", "exercises/"))])
+def test_no_number_is_written_against_a_maths_dollar(path):
+    cells = json.loads((ROOT / path).read_text())["cells"]
+    found = [hit for c in cells if c["cell_type"] == "markdown" for hit in math_against_number("".join(c["source"]))]
+    assert not found, f"{path}: write a word or a space between the maths and the number: {found}"
