@@ -65,8 +65,9 @@ bench: $(STAMP)
 # jupyterlab-myst (pinned in requirements.txt) renders the notebooks' MyST prose: {eval} numbers,
 # admonitions, folded answers. Enabling it is idempotent. The repository root is served, so that the
 # chapters' links to exercises/ and book/ resolve; JupyterLab opens on the notebooks/ folder, the
-# chapter list (tests/test_lab.py starts its server with these options).
-LAB_OPTIONS := --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks
+# chapter list (tests/test_lab.py starts its server with these options). A course notebook is saved
+# without outputs (chalk.teaching.lab_metadata.clean_on_save), so Run All and autosave leave git clean.
+LAB_OPTIONS := --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks --ContentsManager.pre_save_hook=chalk.teaching.lab_metadata.clean_on_save
 lab: $(STAMP)
 	$(BIN)/jupyter labextension enable jupyterlab-myst
 	$(BIN)/jupyter lab $(LAB_OPTIONS)

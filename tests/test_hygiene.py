@@ -1,4 +1,5 @@
 """Notebooks are committed clean: no outputs, no execution counts, and the metadata JupyterLab writes."""
+import copy
 import json
 import re
 import subprocess
@@ -64,3 +65,28 @@ def test_no_number_is_written_against_a_maths_dollar(path):
     cells = json.loads((ROOT / path).read_text())["cells"]
     found = [hit for c in cells if c["cell_type"] == "markdown" for hit in math_against_number("".join(c["source"]))]
     assert not found, f"{path}: write a word or a space between the maths and the number: {found}"
+
+
+def test_make_lab_saves_course_notebooks_without_outputs_and_a_students_own_as_they_are(tmp_path):
+    """After Run All, JupyterLab's autosave would write every output into the tracked notebook; the
+    pre-save hook that ``make lab`` names strips them there, and only there."""
+    import nbformat
+    from jupyter_server.services.contents.filemanager import FileContentsManager
+
+    from test_lab import lab_options
+
+    hooks = [o.split("=", 1)[1] for o in lab_options() if o.startswith("--ContentsManager.pre_save_hook=")]
+    assert hooks == ["chalk.teaching.lab_metadata.clean_on_save"], lab_options()
+    manager = FileContentsManager(root_dir=str(tmp_path), pre_save_hook=hooks[0])
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "x = 1", execution_count=3, outputs=[nbformat.v4.new_output("stream", text="1\n")])])
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    for folder in ("notebooks", "exercises", "mine"):
+        (tmp_path / folder).mkdir()
+        manager.save({"type": "notebook", "format": "json", "content": copy.deepcopy(nb)}, f"{folder}/a.ipynb")
+    for folder in ("notebooks", "exercises"):
+        saved = json.loads((tmp_path / folder / "a.ipynb").read_text())
+        assert saved["cells"][0]["outputs"] == [] and saved["cells"][0]["execution_count"] is None, folder
+        assert "".join(saved["cells"][0]["source"]) == "x = 1" and "widgets" not in saved["metadata"], folder
+    own = json.loads((tmp_path / "mine" / "a.ipynb").read_text())
+    assert own["cells"][0]["outputs"] and own["cells"][0]["execution_count"] == 3

@@ -46,6 +46,24 @@ def normalise(path: Path, wanted: dict) -> bool:
     return new != text
 
 
+TRACKED = ("notebooks/", "exercises/")
+"""The folders (from the repository root, ``make lab``'s root) whose notebooks git keeps clean."""
+
+
+def clean_on_save(model: dict, path: str, **_) -> None:
+    """``make lab``'s pre-save hook (``ContentsManager.pre_save_hook``): a course notebook is saved
+    without outputs, execution counts or widget state, as the repository commits it, so that a Run
+    All followed by JupyterLab's autosave does not write thousands of lines of outputs into a
+    tracked file. Other notebooks (a student's own) are saved as they are."""
+    if model.get("type") != "notebook" or not path.lstrip("/").startswith(TRACKED):
+        return
+    nb = model["content"]
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") == "code":
+            cell["outputs"], cell["execution_count"] = [], None
+    nb.get("metadata", {}).pop("widgets", None)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="list the notebooks that differ; change nothing")
