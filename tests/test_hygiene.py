@@ -90,3 +90,27 @@ def test_make_lab_saves_course_notebooks_without_outputs_and_a_students_own_as_t
         assert "".join(saved["cells"][0]["source"]) == "x = 1" and "widgets" not in saved["metadata"], folder
     own = json.loads((tmp_path / "mine" / "a.ipynb").read_text())
     assert own["cells"][0]["outputs"] and own["cells"][0]["execution_count"] == 3
+
+
+def describes_a_static_twin(source: str) -> bool:
+    """Prose that reads right only beside the site's drawn twin: its "Static version." paragraph, or
+    the count of views it was built from."""
+    return source.startswith("**Static version.**") or "{eval}`twin_views_txt`" in source
+
+
+def test_static_twin_rule_tells_both_ways():
+    assert describes_a_static_twin("**Static version.** Its slider sets the batch.")
+    assert describes_a_static_twin("Those are {eval}`twin_views_txt` views.")
+    assert not describes_a_static_twin("The explorer below redraws both graphs; the website shows the static version after it.")
+
+
+@pytest.mark.parametrize("path", [p for p in tracked_notebooks() if p.startswith("notebooks/")])
+def test_prose_about_a_static_twin_is_kept_off_the_student_edition(path):
+    """The edition shows a link to the site where the site draws a twin, so the prose describing
+    the twin's menus and slider must be tagged for the site only (chalk.teaching.plain.SITE_ONLY)."""
+    from chalk.teaching.plain import SITE_ONLY
+
+    untagged = [c["id"] for c in json.loads((ROOT / path).read_text())["cells"]
+                if c["cell_type"] == "markdown" and describes_a_static_twin("".join(c["source"]))
+                and SITE_ONLY not in c.get("metadata", {}).get("tags", [])]
+    assert not untagged, f"{path}: tag these cells {SITE_ONLY!r}: {untagged}"

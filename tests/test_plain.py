@@ -172,6 +172,7 @@ def test_a_notebook_keeps_what_the_site_shows_and_drops_what_only_a_kernel_can_d
         new_markdown_cell("It is {eval}`x_txt`."),
         new_code_cell("Explorer()"),
         new_code_cell("hidden()", metadata={"tags": ["remove-output"]}),
+        new_markdown_cell("**Static version.** Its slider moves the batch.", metadata={"tags": ["site-only"]}),
         new_code_cell("twin()"),
     ], metadata={"widgets": {plain.WIDGET_STATE: {"state": {}}}, "kernelspec": KERNEL})
     figure = new_output("display_data", data={"image/png": "iVBO", "text/plain": "<chalk.Picture at 0x7f3a2c>",
@@ -181,7 +182,7 @@ def test_a_notebook_keeps_what_the_site_shows_and_drops_what_only_a_kernel_can_d
     ran = Run([{}, {"outputs": [], "execution_count": 1}, {"values": {"x_txt": "3"}},
                {"outputs": [widget(), widget(("image/png", "iVBO")), figure], "execution_count": 2},
                {"outputs": [new_output("stream", name="stdout", text="secret")], "execution_count": 3},
-               {"outputs": [twin], "execution_count": 4}])
+               {}, {"outputs": [twin], "execution_count": 4}])
     out = plain.notebook(nb, PAGE, SITE, ran)
     assert [c.source for c in out.cells] == ["x_txt = '3'", "It is 3.", "Explorer()", "hidden()", "twin()"]
     assert out.metadata == {"kernelspec": KERNEL}

@@ -483,10 +483,17 @@ HIDDEN = {"source_hidden": ("remove-input", "hide-input", "hide-cell", "remove-c
 NO_OUTPUT = ("remove-output", "remove_output", "remove-cell")
 
 
+SITE_ONLY = "site-only"
+"""The tag of a Markdown cell that reads right only beside what the site's script draws (the
+paragraph describing a static twin's menus and slider): the edition, which shows a link to the
+site in the twin's place, leaves it out."""
+
+
 def notebook(nb, page: str, site: Site, result: Run, outputs: bool = True):
     """The plain form of ``nb`` (a MyST notebook at ``page``, its path from the root), with the
     values and, if ``outputs``, the outputs of ``result``, an execution of that same notebook.
-    Markdown cells the site removes (``remove-cell``) go; the notebook's metadata stays as it is."""
+    Markdown cells the site removes (``remove-cell``) go, and so do those only the site shows
+    (``SITE_ONLY``); the notebook's metadata stays as it is."""
     if len(result.cells) != len(nb.cells):
         raise PlainError(f"{page}: the execution has {len(result.cells)} cells, the notebook {len(nb.cells)}")
     nb = copy.deepcopy(nb)
@@ -494,7 +501,7 @@ def notebook(nb, page: str, site: Site, result: Run, outputs: bool = True):
     for cell, ran in zip(nb.cells, result.cells):
         tags = cell.metadata.get("tags", [])
         if cell.cell_type == "markdown":
-            if "remove-cell" in tags:
+            if "remove-cell" in tags or SITE_ONLY in tags:
                 continue
             cell.source = Markdown(site, page, ran.get("values")).convert(cell.source)
         elif cell.cell_type == "code":
