@@ -27,7 +27,7 @@ import nbformat
 
 from .chapters import ROOT
 from .package import ZIP_TIME, wheel_name, write_tree, write_wheel
-from .plain import PlainError, library_digest, notebook, run, site
+from .plain import PlainError, cache_lock, library_digest, notebook, run, site
 from .student import SolutionMarkerError, student_notebook
 from .tags import normalise
 
@@ -119,8 +119,8 @@ def page_run(nb, src: Path, root: Path = ROOT, library: str | None = None, **run
 
 def _running_elsewhere(src: Path, root: Path) -> bool:
     """Whether another process is running the page ``src`` into the cache now: ``plain.run`` holds
-    ``<name>.lock`` there while it runs one."""
-    lock = cache_folder(root) / f"{_cache_name(src, root)}.lock"
+    ``plain.cache_lock`` while it runs one."""
+    lock = cache_lock(cache_folder(root), _cache_name(src, root))
     if not lock.is_file():
         return False
     with open(lock, "a") as f:

@@ -400,6 +400,11 @@ def library_digest(root: Path = ROOT) -> str:
     return digest.hexdigest()
 
 
+def cache_lock(cache: Path, name: str) -> Path:
+    """The file ``run`` holds locked while it runs the notebook ``name`` into ``cache``."""
+    return Path(cache) / f"{name}.lock"
+
+
 def run(nb, cwd: Path, cache: Path | None = None, name: str = "notebook", allow_errors: bool = False,
         library: str | None = None) -> Run:
     """Execute ``nb`` in a fresh kernel working in ``cwd`` and evaluate each Markdown cell's
@@ -411,7 +416,7 @@ def run(nb, cwd: Path, cache: Path | None = None, name: str = "notebook", allow_
     key = hashlib.sha256(((library or library_digest()) + nbformat.writes(nb)).encode()).hexdigest()[:24]
     path = Path(cache) / f"{name}-{key}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(f"{name}.lock"), "w") as lock:  # two builds at once: the second waits and reads
+    with open(cache_lock(cache, name), "w") as lock:  # two builds at once: the second waits and reads
         fcntl.flock(lock, fcntl.LOCK_EX)
         if path.is_file():
             return Run(json.loads(path.read_text(encoding="utf-8"))["cells"])
