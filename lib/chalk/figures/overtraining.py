@@ -2,7 +2,11 @@
 away from Chinchilla's frontier.
 
 Every number comes from ``chalk.scaling``: the loss contours are ``scaling.loss`` on a grid, the
-frontier ``scaling.optimal_tokens``, the chosen point ``scaling.lifetime_optimal``.
+frontier ``scaling.optimal_tokens``, the chosen point ``scaling.lifetime_optimal``. The closed forms
+the figures draw (the iso-FLOP line, the heuristic's terms, its minimum and equal-cost point) are
+evaluated through ``overtraining_numeric``, their plain-Python form written from the SymPy
+expressions (``NUMERIC``, ``python -m chalk.figures.overtraining``), so that importing this module
+solves and lambdifies nothing: problem set 5 imports it, and a graded notebook paid 1.9 s for it.
 """
 import html
 from functools import lru_cache
@@ -17,6 +21,7 @@ from ..catalog.overtraining import LECTURE
 from ..errors import ChalkError, in_range
 from ..notation import C_train, D, N_act, a, b, p, q, x
 from . import explorer, twin
+from . import overtraining_numeric as numeric
 from .canvas import Layers, describe, new_figure, png, style
 from .explorer import Dropdown, catalog_options, linear_slider, log_slider
 
@@ -33,9 +38,6 @@ INFERENCE_TOKENS = np.logspace(11, 17, 25)
 COLORS = {"contour": "#9aa7b8", "target": "#1f4e9c", "iso": "#c8c8c8", "frontier": "#2a9d3a",
           "chinchilla": "#2a9d3a", "lifetime": "#d62728", "N": "#1f4e9c", "D_pre": "#e07b00",
           "vs_rule": "#d62728", "vs_fit": "#7b3fa0"}
-
-_iso_tokens = sp.lambdify((C_train, N_act), sp.solve(sp.Eq(C_train, scaling.pretraining_flops), D)[0])
-"""D on the iso-FLOP line 6 N D = C."""
 
 
 @lru_cache(maxsize=4)
@@ -128,7 +130,7 @@ class OvertrainingFigure:
             a.set_title("loss contours and iso-FLOP lines")
             n_line = np.array(N_RANGE)
             for c in ISO_FLOPS:
-                a.plot(n_line, _iso_tokens(c, n_line), color=COLORS["iso"], lw=0.8, ls=":", zorder=1)
+                a.plot(n_line, numeric.ISO_TOKENS(C_train=c, N_act=n_line), color=COLORS["iso"], lw=0.8, ls=":", zorder=1)
             self.contours = [a.plot([], [], color=COLORS["contour"], lw=0.9)[0] for _ in LEVELS]
             self.target = a.plot([], [], color=COLORS["target"], lw=2.2, label="target loss")[0]
             self.frontier = a.plot([], [], color=COLORS["frontier"], lw=1.4, ls="--",
@@ -392,9 +394,6 @@ def twin_data(fits=SHOWN_FITS, targets=TARGETS, rl_choices=RL_CHOICES, efficienc
 
 
 # --- the chapter's other figures ----------------------------------------------------------------
-_f_terms = [sp.lambdify((x, a, b, p, q), t) for t in (scaling.heuristic_f, a * x**p, b * x**-q)]
-_x_min = sp.lambdify((a, b, p, q), scaling.heuristic_x_min)
-_x_equal = sp.lambdify((a, b, p, q), scaling.heuristic_x_equal)
 
 
 def heuristic_figure(cases=((1.0, 1.0), (1.0, 3.0)), a=1.0, b=1.0, width=4.2, height=3.4):
@@ -404,10 +403,11 @@ def heuristic_figure(cases=((1.0, 1.0), (1.0, 3.0)), a=1.0, b=1.0, width=4.2, he
     fig.subplots_adjust(left=0.1, right=0.98, bottom=0.16, top=0.86, wspace=0.25)
     words = []
     for ax, (p, q) in zip(axes, cases):
-        x_min, x_eq = float(_x_min(a, b, p, q)), float(_x_equal(a, b, p, q))
+        x_min, x_eq = (float(f(a=a, b=b, p=p, q=q)) for f in (numeric.X_MIN, numeric.X_EQUAL))
         x = np.linspace(0.15 * x_min, 3 * x_min, 300)
-        total, rising, falling = (f(x, a, b, p, q) for f in _f_terms)
-        f_min, f_eq = (float(_f_terms[0](v, a, b, p, q)) for v in (x_min, x_eq))
+        total, rising, falling = (numeric.F(a=a, b=b, p=p, q=q, x=x), numeric.RISING(a=a, p=p, x=x),
+                                  numeric.FALLING(b=b, q=q, x=x))
+        f_min, f_eq = (float(numeric.F(a=a, b=b, p=p, q=q, x=v)) for v in (x_min, x_eq))
         with style():
             ax.plot(x, total, color="black", lw=2, label="total f(x)")
             ax.plot(x, rising, color="#e07b00", ls="--", label=f"rising $a x^{{{p:g}}}$")
@@ -455,3 +455,33 @@ def catalog_figure(fit="hoffmann", width=7.5, height=None):
 
 def _display(row) -> str:
     return models.get(row.model).display
+
+
+# --- the numeric forms ---------------------------------------------------------------------------
+def numeric_forms() -> dict:
+    """The SymPy expressions this module's figures evaluate, by the name of their plain-Python form
+    in ``overtraining_numeric.py``: D on the iso-FLOP line 6 N D = C, the heuristic's total, rising
+    and falling terms, its minimum and the point where its terms are equal. A function, not a
+    table, because the last two are ``chalk.scaling``'s lazy solutions: building them is what the
+    generated file spares an import."""
+    return {"ISO_TOKENS": sp.solve(sp.Eq(C_train, scaling.pretraining_flops), D)[0], "F": scaling.heuristic_f,
+            "RISING": a * x**p, "FALLING": b * x**-q, "X_MIN": scaling.heuristic_x_min,
+            "X_EQUAL": scaling.heuristic_x_equal}
+
+
+def numeric_source() -> str:
+    """The text of ``overtraining_numeric.py``; keeping the file equal to it is a test."""
+    from ..catalog.model_formulas import python_source
+    names = {value: name for name, value in globals().items() if isinstance(value, sp.Symbol)}
+    return python_source(numeric_forms(), names, [
+        "The closed forms Chapter 5's figures draw (``chalk.figures.overtraining.numeric_forms``), as",
+        "plain Python, so that importing the figures solves and lambdifies nothing. Written by",
+        "``python -m chalk.figures.overtraining``; do not edit: a test keeps it equal to the formulas."])
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+
+    target = Path(__file__).with_name("overtraining_numeric.py")
+    target.write_text(numeric_source(), encoding="utf-8")
+    print(f"wrote {target}")
