@@ -11,6 +11,7 @@ import asyncio
 import concurrent.futures
 import csv
 import hashlib
+import importlib.util
 import json
 import math
 import os
@@ -825,3 +826,31 @@ def test_grading_runs_inside_a_running_event_loop():
     # The outer loop runs in a thread of its own: this test's thread may hold Playwright's loop already.
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         assert pool.submit(asyncio.run, inside()).result() == "graded"
+
+
+def test_the_batch_package_is_compiled_so_no_kernel_compiles_it_again(tmp_path):
+    """Kernels import the package read-only with PYTHONDONTWRITEBYTECODE: each module must arrive
+    compiled, and a kernel that imports it reads the compiled file and names the module's source."""
+    tree = tmp_path / "package"
+    (tree / "pkg" / "sub").mkdir(parents=True)
+    (tree / "pkg" / "__init__.py").write_text("")
+    (tree / "pkg" / "sub" / "__init__.py").write_text("")
+    (tree / "pkg" / "sub" / "mod.py").write_text("def where():\n    return where.__code__.co_filename\n")
+    assert grading.compiled(tree) == tree
+    for source in tree.rglob("*.py"):
+        assert pathlib.Path(importlib.util.cache_from_source(str(source))).is_file(), source
+    for path in [*tree.rglob("*"), tree]:
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    try:
+        probe = ("import importlib.util, pkg.sub.mod as m; print(m.where()); "
+                 "print(importlib.util.cache_from_source(m.__file__))")
+        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=tmp_path,
+                             env={**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}).stdout.split()
+        assert out[0] == str(tree / "pkg" / "sub" / "mod.py")
+        assert pathlib.Path(out[1]).is_file()
+    finally:
+        for path in [tree, *tree.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+    (tree / "pkg" / "broken.py").write_text("def (:\n")
+    with pytest.raises(grading.GradingError, match="does not compile"):
+        grading.compiled(tree)
