@@ -30,9 +30,17 @@ def find_chromium():
 
 
 SITE_LOCK, SITE_STAMP = ROOT / "_build" / ".site.lock", ROOT / "_build" / ".site.stamp"
-FIRST = ("test_instructors_guide.py",)
-"""Files that wait for the site and then run long (the guide builds the class site from it): first,
-so one worker runs them while the other works through the unit tests."""
+NO_SITE_LONG = ("test_lab.py", "test_student_edition.py", "test_student_venv.py", "test_grading.py",
+                "test_problem_keys.py", "test_explorer.py")
+"""The longest files that need no site, longest first: both workers run them while the site builds
+in a third process."""
+SITE_LONG = ("test_a11y.py", "test_reader.py", "test_instructors_guide.py", "test_answers_not_printed.py",
+             "test_site.py", "test_twins.py")
+"""The files that read the site, longest first: after the ones above, so the site is built when a
+worker reaches them, and before the short files, which fill the workers' ends evenly."""
+SPLIT = {"test_lab.py": "lab", "test_a11y.py": "chunk"}
+"""Files whose tests xdist may share between its workers by a parameter: JupyterLab's set-ups (each
+its own server) and the accessibility crawl's chunks of pages. Every other file is one work unit."""
 
 
 def _run_id() -> str:
@@ -48,17 +56,28 @@ def _stamp_status() -> str | None:
     return None
 
 
+def work_unit(item) -> str:
+    """The xdist group of a test (``make test`` runs ``--dist loadgroup``): its file, so a module's
+    costly fixture (a grading batch, a crawl of the site) is made once, or for a file in SPLIT the
+    file and the parameter that splits it."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    split = SPLIT.get(item.path.name)
+    return f"{item.path.name}[{params[split]}]" if split in params else item.path.name
+
+
 def pytest_collection_modifyitems(config, items):
-    """Order the files so the site is needed as late as possible, and start building it now, in the
-    background, if any collected test reads it: the build then overlaps the unit tests instead of
-    holding both xdist workers at its lock."""
+    """Group the tests into work units and order the units for two workers (``make test`` keeps this
+    order: ``--no-loadscope-reorder``): the long ones that need no site first, then the site's long
+    readers, then the short files; and start building the site now, in the background, if any
+    collected test reads it."""
     def needs_site(item):
         return "built_site" in getattr(item, "fixturenames", ())
 
-    site_files = {item.path.name for item in items if needs_site(item)}
-    rank = {name: 0 for name in FIRST}
-    items.sort(key=lambda item: rank.get(item.path.name, 2 if item.path.name in site_files else 1))
-    if site_files and "CHALK_SITE" not in os.environ:
+    order = {name: rank for rank, name in enumerate(NO_SITE_LONG + SITE_LONG)}
+    items.sort(key=lambda item: order.get(item.path.name, len(order)))
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(work_unit(item)))
+    if any(needs_site(item) for item in items) and "CHALK_SITE" not in os.environ:
         _start_site_build()
 
 
