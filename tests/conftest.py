@@ -38,9 +38,12 @@ SITE_LONG = ("test_a11y.py", "test_reader.py", "test_instructors_guide.py", "tes
              "test_site.py", "test_twins.py")
 """The files that read the site, longest first: after the ones above, so the site is built when a
 worker reaches them, and before the short files, which fill the workers' ends evenly."""
-SPLIT = {"test_lab.py": "lab", "test_a11y.py": "chunk"}
-"""Files whose tests xdist may share between its workers by a parameter: JupyterLab's set-ups (each
-its own server) and the accessibility crawl's chunks of pages. Every other file is one work unit."""
+SPLIT = {"test_lab.py": ("lab",), "test_a11y.py": ("chunk",), "test_reader.py": ("viewport", "desktop", "phone")}
+"""Files whose tests xdist may share between its workers, each by its costly fixture: JupyterLab's
+set-ups (each its own server), the accessibility crawl's chunks of pages, the reader's crawl at each
+width. A test's unit is named by the first of these that is a parameter of it (by its value) or a
+fixture it uses (by its name); a test of such a file that uses none is in the file's unit. Every
+other file is one unit."""
 
 
 def _run_id() -> str:
@@ -61,8 +64,10 @@ def work_unit(item) -> str:
     costly fixture (a grading batch, a crawl of the site) is made once, or for a file in SPLIT the
     file and the parameter that splits it."""
     params = getattr(getattr(item, "callspec", None), "params", {})
-    split = SPLIT.get(item.path.name)
-    return f"{item.path.name}[{params[split]}]" if split in params else item.path.name
+    for key in SPLIT.get(item.path.name, ()):
+        if key in params or key in item.fixturenames:
+            return f"{item.path.name}[{params.get(key, key)}]"
+    return item.path.name
 
 
 def pytest_collection_modifyitems(config, items):

@@ -332,12 +332,12 @@ def one(read: dict[str, dict], what: str, rel_path: str):
 
 
 # --- page errors, favicon, focus ------------------------------------------------------------------
-def test_no_console_error_on_any_page(desktop, phone):
+@pytest.mark.parametrize("viewport", VIEWPORTS)
+def test_no_console_error_on_any_page(request, viewport):
     errors = []
-    for width, read in (("desktop", desktop), ("phone", phone)):
-        for rel_path, record in read.items():
-            errors += [f"{width} {rel_path} did not load: {record['load']}"] if "load" in record else []
-            errors += [f"{width} {rel_path}: {e}" for e in record["errors"]]
+    for rel_path, record in request.getfixturevalue(viewport).items():
+        errors += [f"{viewport} {rel_path} did not load: {record['load']}"] if "load" in record else []
+        errors += [f"{viewport} {rel_path}: {e}" for e in record["errors"]]
     assert not errors, "\n".join(errors)
 
 
@@ -377,9 +377,9 @@ def test_wide_tables_keep_row_names_in_view_and_numbers_whole(request, viewport)
     assert not problems, "\n".join(problems)
 
 
-def test_catalog_tables_fit_a_desktop_column(desktop, phone):
+def test_catalog_tables_fit_a_desktop_column(desktop):
     """Grouped into narrow tables, the catalog's figures are all in view on a desktop (the storage
-    tiers' one table was 819 px in a 688 px column), and on a phone their text stays legible."""
+    tiers' one table was 819 px in a 688 px column)."""
     for rel_path in CATALOG_PAGES:
         tables = one(desktop, "tables", rel_path)
         assert tables, rel_path
@@ -388,6 +388,10 @@ def test_catalog_tables_fit_a_desktop_column(desktop, phone):
             [(rel_path, t["head"], t["width"], t["column"]) for t in tables if t["width"] > 1.1 * t["column"]]
         # The long printed tables keep their header row in view while they scroll.
         assert one(desktop, "sticky header", rel_path) == "sticky", rel_path
+
+
+def test_catalog_tables_stay_legible_on_a_phone(phone):
+    for rel_path in CATALOG_PAGES:
         sizes = one(phone, "cell font px", rel_path)
         assert sizes and min(sizes) >= MIN_TEXT_PX, (rel_path, min(sizes, default=None))
 

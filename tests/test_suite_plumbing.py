@@ -30,14 +30,16 @@ def test_long_files_go_first_and_each_file_is_one_unit_unless_split(monkeypatch)
     monkeypatch.delenv("CHALK_SITE", raising=False)
     items = [fake_item("test_a11y.py", "built_site", chunk=1), fake_item("test_a11y.py"), fake_item("test_calculator.py"),
              fake_item("test_site.py", "built_site"), fake_item("test_lab.py", lab="student"),
-             fake_item("test_lab.py", lab="source"), fake_item("test_student_edition.py")]
+             fake_item("test_lab.py", lab="source"), fake_item("test_student_edition.py"),
+             fake_item("test_reader.py", "built_site", "phone"), fake_item("test_reader.py", "desktop", viewport="phone")]
     conftest.pytest_collection_modifyitems(None, items)
     # no site first, then the site's readers, then the short files; a file's tests keep their order
     assert [i.name for i in items] == ["test_lab.py", "test_lab.py", "test_student_edition.py", "test_a11y.py",
-                                       "test_a11y.py", "test_site.py", "test_calculator.py"]
+                                       "test_a11y.py", "test_reader.py", "test_reader.py", "test_site.py",
+                                       "test_calculator.py"]
     assert [i.marks[0].args[0] for i in items] == [
         "test_lab.py[student]", "test_lab.py[source]", "test_student_edition.py", "test_a11y.py[1]", "test_a11y.py",
-        "test_site.py", "test_calculator.py"]
+        "test_reader.py[phone]", "test_reader.py[phone]", "test_site.py", "test_calculator.py"]
     assert all(i.marks[0].name == "xdist_group" for i in items)
     assert started == [True]  # a collected test reads the site: its build starts now
     started.clear()
