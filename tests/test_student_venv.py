@@ -104,14 +104,18 @@ def student_env(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("student-env")
     edition.build(tmp / "student")
     wheel = next((tmp / "student").glob("*.whl"))
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", "PYTHONDONTWRITEBYTECODE")}
     env.update(HOME=str(tmp / "home"), JUPYTER_PATH="", JUPYTER_DATA_DIR=str(tmp / "jupyter"),
-               MPLCONFIGDIR=str(tmp / "mpl"), PYTHONDONTWRITEBYTECODE="1")
+               MPLCONFIGDIR=str(tmp / "mpl"))
     venv = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, env=env, timeout=300)
     python = venv / "bin" / "python"
-    pip = subprocess.run([str(python), "-m", "pip", "install", "-q", str(wheel), "ipykernel", "nbclient"],
-                         env=env, capture_output=True, text=True, timeout=900)
+    # --no-compile: pip would compile every module of every package (sympy's thousands) to bytecode,
+    # half the install's CPU; the modules the kernels import are compiled on first import and kept
+    # (as on a student's machine, bytecode is written: the first kernel compiles, the others reuse).
+    pip = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-compile", str(wheel), "ipykernel",
+                          "nbclient"], env=env, capture_output=True, text=True, timeout=900)
     if pip.returncode != 0:
         if _OFFLINE.search(pip.stdout + pip.stderr) and os.environ.get("CI") != "true":
             pytest.skip("no package index reachable to build a student's environment:\n" + pip.stderr[-1000:])
