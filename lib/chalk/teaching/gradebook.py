@@ -166,6 +166,9 @@ class Batch:
     """Where the batch was written."""
     exercises: dict = field(default_factory=dict)
     """{problem set: [{"exercise", "part", "kind", "judgement", "topic", "points"}]} (``chalk.teaching.overview``)."""
+    setup_seconds: float = 0.0
+    """Wall seconds spent before the first kernel (the keys, the student package, the kernels'
+    Python): once per batch, whatever its size."""
 
     def possible(self, problem_set: str) -> float | None:
         """The points ``problem_set`` is out of, from the key (checked and written parts); for a

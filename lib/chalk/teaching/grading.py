@@ -42,6 +42,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import time
 import tokenize
 import venv
 from dataclasses import dataclass, field, replace
@@ -606,6 +607,7 @@ def grade(folder, out=None, timeout: float = DEFAULT_TIMEOUT, workers: int = 2, 
         raise GradingError(f"SUBMISSIONS: {str(folder)!r} holds no files")
     roster_rows = read_roster(Path(roster)) if roster else []
     given = earlier_marks(Path(marks)) if marks else {}
+    start = time.monotonic()
     tool = sandbox.bwrap()
     destination = new_folder(Path(out) if out else None, GRADES)
     chapters = known_problem_sets()
@@ -616,12 +618,14 @@ def grade(folder, out=None, timeout: float = DEFAULT_TIMEOUT, workers: int = 2, 
     with tempfile.TemporaryDirectory(prefix="chalk-package-") as tmp:
         package = compiled(write_tree(Path(tmp) / "package"))
         kernel = kernel_python(Path(tmp) / "kernel", tool)
+        setup = time.monotonic() - start
         rows = _run_coroutine(_grade_all(subs, keys, timeout, workers, package, kernel))
     present = {r.problem_set for r in rows}
     carry_marks(rows, given)
     rows += missing(roster_rows, rows, [c for c in keys if c in present])
     batch = Batch(rows, {c: k.titles for c, k in keys.items() if isinstance(k, Key) and c in present}, others,
-                  exercises={c: overview.rows(c) for c, k in keys.items() if isinstance(k, Key) and c in present})
+                  exercises={c: overview.rows(c) for c, k in keys.items() if isinstance(k, Key) and c in present},
+                  setup_seconds=setup)
     batch.folder = write(batch, destination)
     if written := changed(key_before, key_files()):
         suspects = [r.file for r in rows if any(f.startswith(_KEY_CHANGED) for f in r.flags)]
