@@ -20,7 +20,7 @@ student sees. What each notebook costs decides how it is checked:
   jupyterlab-myst cannot resolve), and a notebook that ships outputs (the edition's chapters) must
   hold no error output and, in the edition, no unsubstituted ``*_txt`` name. The notebooks of a
   set-up are opened one after the other on one running kernel (a kernel start per notebook cost
-  about 2 s of CPU and changed nothing JupyterLab checks: each opening is a new kernel connection,
+  a second or more of CPU and changed nothing JupyterLab checks: each opening is a new kernel connection,
   whose info and spec it applies as for a new kernel); every check is also run on doctored
   notebooks, which it must report;
 * **Chapter 1 and problem set 1** are run (Run All) in each set-up: no error output, every
