@@ -54,10 +54,11 @@ deck: $(STAMP)
 # Every notebook runs once per test run: the chapters and the instructor's problem sets in the
 # site build that the browser tests share (-W fails on any cell error), the student editions in
 # test_answers_not_printed (and, as a student installs them, in test_student_venv). A file's tests
-# stay on one worker (one xdist group per file, tests/conftest.py's work_unit), so a module's costly
-# fixture (a grading batch, a crawl) runs once, and the groups run in conftest's order, longest first.
+# stay on one worker (a unit of work per file, or per set-up, chunk or width where conftest.SPLIT
+# says: tests/conftest.py's UnitScheduling), so a module's costly fixture (a grading batch, a crawl)
+# runs once, and the units run in conftest's order.
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 --dist loadgroup --no-loadscope-reorder tests
+	$(BIN)/python -m pytest -n 2 --no-loadscope-reorder tests
 
 # make bench [BENCH_SKIP=test,build]: budgets in bench/budgets.toml; not a test, it never fails on one.
 bench: $(STAMP)

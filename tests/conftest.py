@@ -1,6 +1,7 @@
 """Shared test settings: the repository root, a bounded Hypothesis profile for CI, and the built
 website with a browser to read it (shared by the browser tests, so the site is built once)."""
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from xdist.scheduler import LoadScopeScheduling
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,12 +34,12 @@ def find_chromium():
 SITE_LOCK, SITE_STAMP = ROOT / "_build" / ".site.lock", ROOT / "_build" / ".site.stamp"
 NO_SITE_LONG = ("test_lab.py", "test_student_edition.py", "test_student_venv.py", "test_grading.py",
                 "test_problem_keys.py", "test_explorer.py")
-"""The longest files that need no site, longest first: both workers run them while the site builds
-in a third process."""
+"""The longest files that need no site, longest first: the workers start on them, then go through
+the other files that need none, while the site builds in a third process."""
 SITE_LONG = ("test_a11y.py", "test_reader.py", "test_instructors_guide.py", "test_answers_not_printed.py",
              "test_site.py", "test_twins.py")
-"""The files that read the site, longest first: after the ones above, so the site is built when a
-worker reaches them, and before the short files, which fill the workers' ends evenly."""
+"""The files that read the site, longest first, then the other files that read it: last, so the site
+is most likely built when a worker reaches them, and split in units (SPLIT) so the ends even out."""
 SPLIT = {"test_lab.py": ("lab",), "test_a11y.py": ("chunk",), "test_reader.py": ("viewport", "desktop", "phone")}
 """Files whose tests xdist may share between its workers, each by its costly fixture: JupyterLab's
 set-ups (each its own server), the accessibility crawl's chunks of pages, the reader's crawl at each
@@ -60,9 +62,9 @@ def _stamp_status() -> str | None:
 
 
 def work_unit(item) -> str:
-    """The xdist group of a test (``make test`` runs ``--dist loadgroup``): its file, so a module's
-    costly fixture (a grading batch, a crawl of the site) is made once, or for a file in SPLIT the
-    file and the parameter that splits it."""
+    """The unit of work a test belongs to, which runs on one worker: its file, so a module's costly
+    fixture (a grading batch, a crawl of the site) is made once, or for a file in SPLIT, the file and
+    the parameter or fixture that splits it."""
     params = getattr(getattr(item, "callspec", None), "params", {})
     for key in SPLIT.get(item.path.name, ()):
         if key in params or key in item.fixturenames:
@@ -70,20 +72,55 @@ def work_unit(item) -> str:
     return item.path.name
 
 
+def _units_file(controller_pid: int) -> Path:
+    return ROOT / "_build" / f".work-units-{controller_pid}.json"
+
+
 def pytest_collection_modifyitems(config, items):
-    """Group the tests into work units and order the units for two workers (``make test`` keeps this
-    order: ``--no-loadscope-reorder``): the long ones that need no site first, then the site's long
-    readers, then the short files; and start building the site now, in the background, if any
-    collected test reads it."""
+    """Order the tests for two workers: the long files that need no site first, then the other files
+    that need none, then the site's long readers and the rest (order within a rank: as collected); a
+    worker writes each test's unit for the controller's scheduler (UnitScheduling). Start building the
+    site now, in the background, if any collected test reads it."""
     def needs_site(item):
         return "built_site" in getattr(item, "fixturenames", ())
 
-    order = {name: rank for rank, name in enumerate(NO_SITE_LONG + SITE_LONG)}
-    items.sort(key=lambda item: order.get(item.path.name, len(order)))
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(work_unit(item)))
+    def rank(item):
+        name = item.path.name
+        if name in NO_SITE_LONG:
+            return NO_SITE_LONG.index(name)
+        if name in SITE_LONG:
+            return len(NO_SITE_LONG) + 1 + SITE_LONG.index(name)
+        return len(NO_SITE_LONG) + (len(SITE_LONG) + 1 if needs_site(item) else 0)
+
+    items.sort(key=rank)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # Every worker collects the same tests; the last to write leaves the same map. Its controller
+        # is its parent process (execnet starts the workers).
+        units = _units_file(os.getppid())
+        units.parent.mkdir(parents=True, exist_ok=True)
+        scratch = units.with_suffix(f".{os.getpid()}")
+        scratch.write_text(json.dumps({item.nodeid: work_unit(item) for item in items}))
+        os.replace(scratch, units)
     if any(needs_site(item) for item in items) and "CHALK_SITE" not in os.environ:
         _start_site_build()
+
+
+def pytest_xdist_make_scheduler(config, log):
+    return UnitScheduling(config, log)
+
+
+class UnitScheduling(LoadScopeScheduling):
+    """xdist's scope scheduling over conftest's units of work (work_unit), in the collected order
+    (``make test`` passes --no-loadscope-reorder). Not xdist's loadgroup: it names a test's group by
+    rewriting the test's id, which pytest 9 no longer allows (its ids are not a settable string), so
+    its groups silently fell back to one test per unit. The units come from the workers' collection."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        if not hasattr(self, "_units"):
+            path = _units_file(os.getpid())
+            self._units = json.loads(path.read_text())
+            path.unlink()
+        return self._units.get(nodeid) or nodeid.split("::")[0]
 
 
 def _start_site_build() -> None:

@@ -121,15 +121,17 @@ def load_axe(page):
 
 CODE_COLOURS_READ = "exercises/02_moe_racks.html"
 """The one page where axe reads the contrast of highlighted code (its solutions' code, opened, in
-both schemes: where the dark scheme's comments once failed). Elsewhere the highlighting's spans are
-left out of the contrast rule: they are one stylesheet, whose every token colour
+both schemes: where the dark scheme's comments once failed). Elsewhere highlighted source code (a
+``.highlight`` block that is not a cell's output: outputs, such as printed streams, are read
+everywhere) is left out of the contrast rule: it is drawn by one stylesheet, whose every token colour
 test_code_highlighting_reads_in_both_schemes checks against the code background in both schemes,
-and they were most of axe's time on a chapter read in full (Chapter 1: 4,230 spans)."""
+and it was most of axe's time on a chapter read in full (Chapter 1: 4,230 spans)."""
 SKIP_CODE_COLOURS = """() => {
     const rule = axe._audit.rules.find(r => r.id === 'color-contrast');
     const matches = rule.matches.bind(rule);
     axe.configure({rules: [{id: 'color-contrast',
-        matches: (node, virtualNode) => !node.closest('.highlight') && matches(node, virtualNode)}]}); }"""
+        matches: (node, virtualNode) => !(node.closest('.highlight') && !node.closest('.output'))
+            && matches(node, virtualNode)}]}); }"""
 
 
 def axe_violations(page, context=None, rules=None) -> list[dict]:
@@ -187,20 +189,23 @@ def read_page(page, url, full=True, code=True) -> list[tuple[str, dict]]:
 
 
 def test_code_colours_are_left_out_only_where_said(chromium_browser, tmp_path):
-    """A faint comment in highlighted code and faint prose: read with code, both fail contrast;
-    without, only the prose, so the skip hides no text outside the highlighting."""
+    """A faint comment in highlighted code, a faint printed output (a stream, highlighted too) and
+    faint prose: read with code, all three fail contrast; without, the output and the prose, so the
+    skip hides nothing but source code."""
     assert CODE_COLOURS_READ.startswith(READ_IN_FULL)
     page_file = tmp_path / "faint.html"
     page_file.write_text('<html lang="en" data-theme="light"><head><title>t</title></head><body><main>'
                          '<div class="highlight"><pre><span id="comment" style="color:#bbb">### BEGIN SOLUTION</span></pre></div>'
+                         '<div class="output stream highlight-myst-ansi"><div class="highlight"><pre>'
+                         '<span id="printed" style="color:#bbb">printed</span></pre></div></div>'
                          '<p id="prose" style="color:#bbb">Faint prose.</p></main></body></html>')
     page = open_offline(chromium_browser)
     try:
         def faint(code):
             return sorted(target for state, v in read_page(page, page_file.as_uri(), full=False, code=code)
                           if v["id"] == "color-contrast" for n in v["nodes"] for target in n["target"])
-        assert faint(code=True) == ["#comment", "#prose"]
-        assert faint(code=False) == ["#prose"]
+        assert faint(code=True) == ["#comment", "#printed", "#prose"]
+        assert faint(code=False) == ["#printed", "#prose"]
     finally:
         page.context.close()
 
