@@ -1,6 +1,5 @@
 """Flashcard decks: the course's decks load, bad decks fail with a clear message, figures are
 PNGs, and the HTML has one flip card per card (and flips, in a browser when one is installed)."""
-import shutil
 import struct
 import textwrap
 
@@ -274,16 +273,14 @@ def test_deck_html_needs_a_deck():
         deck_html([])
 
 
-def test_cards_flip_and_filter_in_a_browser(decks, tmp_path):
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        pytest.skip("no Chromium found")
-    from playwright.sync_api import sync_playwright
+def test_cards_flip_and_filter_in_a_browser(decks, tmp_path, chromium_browser):
+    # The suite's one browser per worker (conftest): a second Playwright in the same worker fails
+    # ("Sync API inside the asyncio loop") once a test before it has started the shared one.
     page_file = tmp_path / "deck.html"
     page_file.write_text(f"<!doctype html><html><body>{deck_html(decks)}</body></html>")
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
-        page = browser.new_page()
+    context = chromium_browser.new_context()  # its own storage: the marks below start empty
+    try:
+        page = context.new_page()
         page.goto(page_file.as_uri())
         card = page.locator(".chalk-card").first
         back = card.locator(".chalk-back")
@@ -310,4 +307,5 @@ def test_cards_flip_and_filter_in_a_browser(decks, tmp_path):
         page.click(".chalk-forget")
         assert "known" not in card.get_attribute("class").split()
         assert page.locator(".chalk-progress").inner_text().startswith("0 known")
-        browser.close()
+    finally:
+        context.close()
