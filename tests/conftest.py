@@ -3,12 +3,14 @@ website with a browser to read it (shared by the browser tests, so the site is b
 import fcntl
 import json
 import os
+import random
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import settings
 from xdist.scheduler import LoadScopeScheduling
@@ -261,3 +263,18 @@ if __name__ == "__main__" and sys.argv[1:2] == ["--build-site"]:
     # The background build started by _start_site_build: it holds the site lock (inherited fd).
     os.environ["PYTEST_XDIST_TESTRUNUID"] = sys.argv[2]
     SITE_STAMP.write_text(f"{sys.argv[2]}\n{_build_site()}")
+
+
+# --- generated numeric modules ----------------------------------------------------------------------
+def assert_function_is_expression(expr, function, names, seed, choices, sweep):
+    """A function of a generated plain-Python module (moe_numeric, overtraining_numeric) against the
+    SymPy expression it was written from: at 20 random points drawn from ``choices``, and over arrays
+    (each symbol swept over the four values of ``sweep``), to 1e-12 relative."""
+    rng = random.Random(seed)
+    for _ in range(20):
+        values = {s: rng.choice(choices) for s in expr.free_symbols}
+        exact = float(expr.subs(values))
+        assert function(**{names[s]: v for s, v in values.items()}) == pytest.approx(exact, rel=1e-12)
+    swept = {s: np.array(sweep) for s in expr.free_symbols}
+    exact = [float(expr.subs({s: v[i] for s, v in swept.items()})) for i in range(len(sweep))]
+    assert np.allclose(function(**{names[s]: v for s, v in swept.items()}), exact, rtol=1e-12)

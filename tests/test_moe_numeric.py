@@ -1,14 +1,13 @@
 """catalog/moe_numeric.py (written from chalk.moe's SymPy expressions) stays equal to them: the file is
 what the generator writes now, every function gives what its expression gives at random points, as a
 number and over an array, and the catalog's SymPy-free tables use it."""
-import random
 
-import numpy as np
 import pytest
 import sympy as sp
 
 from chalk import moe
 from chalk.catalog import domains, moe_numeric
+from conftest import assert_function_is_expression
 
 NAMES = {value: name for name, value in vars(moe).items() if isinstance(value, sp.Symbol)}
 
@@ -21,14 +20,7 @@ def test_the_file_is_what_the_formulas_write():
 @pytest.mark.parametrize("name", list(moe.NUMERIC))
 def test_each_function_gives_its_expression(name):
     expr, function = moe.NUMERIC[name], getattr(moe_numeric, name)
-    rng = random.Random(name)
-    for _ in range(20):
-        values = {s: rng.choice([1, 2, 3, 7, 8, 32, 64, 72, 144, 256, 320, 8e10]) for s in expr.free_symbols}
-        exact = float(expr.subs(values))
-        assert function(**{NAMES[s]: v for s, v in values.items()}) == pytest.approx(exact, rel=1e-12)
-    swept = {s: np.array([1.0, 7.0, 64.0, 320.0]) for s in expr.free_symbols}
-    exact = [float(expr.subs({s: v[i] for s, v in swept.items()})) for i in range(4)]
-    assert np.allclose(function(**{NAMES[s]: v for s, v in swept.items()}), exact, rtol=1e-12)
+    assert_function_is_expression(expr, function, NAMES, name, [1, 2, 3, 7, 8, 32, 64, 72, 144, 256, 320, 8e10], [1.0, 7.0, 64.0, 320.0])
 
 
 def test_the_ceiling_rounds_up_as_a_placement_does():

@@ -3,15 +3,14 @@
 writes now, every function gives what its expression gives, as a number and over an array, and
 importing the figures no longer solves for the heuristic's minimum or lambdifies anything."""
 import json
-import random
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 import sympy as sp
 
 from chalk.figures import overtraining, overtraining_numeric
+from conftest import assert_function_is_expression
 
 FORMS = overtraining.numeric_forms()
 NAMES = {value: name for name, value in vars(overtraining).items() if isinstance(value, sp.Symbol)}
@@ -26,14 +25,7 @@ def test_the_file_is_what_the_formulas_write():
 @pytest.mark.parametrize("name", list(FORMS))
 def test_each_function_gives_its_expression(name):
     expr, function = FORMS[name], getattr(overtraining_numeric, name)
-    rng = random.Random(name)
-    for _ in range(20):
-        values = {s: rng.choice([0.3, 0.5, 1, 1.5, 2, 2.5, 3, 7, 40]) for s in expr.free_symbols}
-        exact = float(expr.subs(values))
-        assert function(**{NAMES[s]: v for s, v in values.items()}) == pytest.approx(exact, rel=1e-12)
-    swept = {s: np.array([0.5, 1.0, 2.5, 7.0]) for s in expr.free_symbols}
-    exact = [float(expr.subs({s: v[i] for s, v in swept.items()})) for i in range(4)]
-    assert np.allclose(function(**{NAMES[s]: v for s, v in swept.items()}), exact, rtol=1e-12)
+    assert_function_is_expression(expr, function, NAMES, name, [0.3, 0.5, 1, 1.5, 2, 2.5, 3, 7, 40], [0.5, 1.0, 2.5, 7.0])
 
 
 def test_the_closed_forms_by_hand():
