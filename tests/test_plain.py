@@ -179,7 +179,7 @@ def test_a_notebook_keeps_what_the_site_shows_and_drops_what_only_a_kernel_can_d
                                               "text/html": '<a href="../book/flashcards.html#ch1">cards</a>'})
     twin = new_output("execute_result", data={"text/html": '<div class="chalk-twin">...</div>',
                                               "text/plain": "<HTML object>"}, execution_count=4)
-    ran = Run([{}, {"outputs": [], "execution_count": 1}, {"values": {"x_txt": "3"}},
+    ran = Run([{}, {"outputs": [], "execution_count": 1}, {"values": {"x_txt": "'3'"}},
                {"outputs": [widget(), widget(("image/png", "iVBO")), figure], "execution_count": 2},
                {"outputs": [new_output("stream", name="stdout", text="secret")], "execution_count": 3},
                {}, {"outputs": [twin], "execution_count": 4}])
@@ -209,13 +209,15 @@ def test_run_evaluates_each_cell_after_the_cells_above_and_caches_by_notebook_an
     stale = tmp_path / "nb-000000000000000000000000.json"
     stale.write_text("{}")
     ran = plain.run(nb, tmp_path, tmp_path, name="nb", library="one")
-    assert ran.cells[1] == {"values": {"x_txt": "first", "n": "3", "quote": "it's"}}
-    assert ran.cells[3] == {"values": {"x_txt": "second"}}
+    assert ran.cells[1] == {"values": {"x_txt": "'first'", "n": "3", "quote": '"it\'s"'}}  # as the kernel shows them
+    assert [plain.shown(v) for v in ran.cells[1]["values"].values()] == ["first", "3", "it's"]  # as the site prints them
+    assert ran.cells[3] == {"values": {"x_txt": "'second'"}}
+    assert ran.metadata["language_info"]["name"] == "python"
     assert [o["text"] for o in ran.cells[2]["outputs"]] == ["ran\n"]
     [kept] = tmp_path.glob("nb-*.json")
     assert kept != stale
     # The same notebook and library read the kept run (here doctored, so reading it shows).
-    kept.write_text(kept.read_text().replace('"second"', '"from the cache"'))
-    assert plain.run(nb, tmp_path, tmp_path, name="nb", library="one").cells[3] == {"values": {"x_txt": "from the cache"}}
+    kept.write_text(kept.read_text().replace("'second'", "'from the cache'"))
+    assert plain.run(nb, tmp_path, tmp_path, name="nb", library="one").cells[3] == {"values": {"x_txt": "'from the cache'"}}
     with pytest.raises(PlainError, match=r"bad, cell 0: \{eval\}`nope` failed: NameError"):
         plain.run(new_notebook(cells=[new_markdown_cell("{eval}`nope`")]), tmp_path, name="bad")

@@ -28,7 +28,7 @@ ENV = "CHALK_CLASS_SITE"
 """Set to 1 in the environment of the build that makes the class site."""
 
 
-def _active() -> bool:
+def active() -> bool:
     return os.environ.get(ENV) == "1"
 
 
@@ -40,14 +40,14 @@ def _student_sets(srcdir) -> dict[str, Path]:
 
 def swap_problem_set(app, docname: str, source: list[str]) -> None:
     """Sphinx's source-read: a problem set's text becomes its student edition's (class site only)."""
-    if _active() and (src := _student_sets(app.srcdir).get(docname)):
+    if active() and (src := _student_sets(app.srcdir).get(docname)):
         source[0] = nbformat.writes(student_problem_set(src))
 
 
 def reread_problem_sets(app, env, added, changed, removed) -> list[str]:
     """Sphinx's env-get-outdated: an environment copied from the default site holds the instructor's
     problem sets, so the class site reads every problem set again."""
-    return sorted(_student_sets(app.srcdir)) if _active() else []
+    return sorted(_student_sets(app.srcdir)) if active() else []
 
 
 def setup(app):

@@ -9,7 +9,8 @@ notebook is plain Markdown and code (``chalk.teaching.plain``), so that any Jupy
 numbers, boxes and folds without a MyST extension: each is run once for its ``{eval}`` numbers, and
 the chapters ship with the outputs of that run (the problem sets without). Runs are cached under
 ``_build/edition-cache/`` by the notebook and the library, so a second build of the same tree runs
-no kernel. Each problem set records its chapter in the notebook metadata (``chalk.problem_set``),
+no kernel; the site's build keeps its runs of the same pages there, and shows the runs kept there
+(``chalk.teaching.shared_runs``), so each page runs once for both. Each problem set records its chapter in the notebook metadata (``chalk.problem_set``),
 which the grader reads first. The zip is reproducible: sorted entries, fixed timestamps and
 permissions, outputs without addresses or widget state, so the same tree gives the same bytes (the
 lab page's numbers are measurements of the machine that ran it: they repeat through the cache).
@@ -107,20 +108,22 @@ def course_site(root: Path = ROOT):
     return site(root, [p.relative_to(root).as_posix() for p in problem_sets(root) + chapter_notebooks(root)])
 
 
-def _cache_name(src: Path, root: Path) -> str:
+def cache_name(src: Path, root: Path) -> str:
+    """The name under which the page ``src`` is kept in the cache."""
     return src.relative_to(root).as_posix().replace("/", "-").removesuffix(".ipynb")
 
 
 def page_run(nb, src: Path, root: Path = ROOT, library: str | None = None, **run_options):
     """The one run of ``nb``, the edition's form of the page ``src``, from the cache it shares with
     every other build and test of this tree (``cache_folder``): the first to ask runs it."""
-    return run(nb, src.parent, cache_folder(root), name=_cache_name(src, root), library=library, **run_options)
+    return run(nb, src.parent, cache_folder(root), name=cache_name(src, root), library=library or library_digest(root),
+               **run_options)
 
 
 def _running_elsewhere(src: Path, root: Path) -> bool:
     """Whether another process is running the page ``src`` into the cache now: ``plain.run`` holds
     ``plain.cache_lock`` while it runs one."""
-    lock = cache_lock(cache_folder(root), _cache_name(src, root))
+    lock = cache_lock(cache_folder(root), cache_name(src, root))
     if not lock.is_file():
         return False
     with open(lock, "a") as f:

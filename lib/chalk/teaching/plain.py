@@ -370,22 +370,28 @@ def _quote(lines: list[str]) -> list[str]:
 
 # ---- running a notebook ------------------------------------------------------------------------
 
-CACHE_FORMAT = "chalk.teaching.plain 1"
+CACHE_FORMAT = "chalk.teaching.plain 2"
 """Part of every cache key: a change to what ``run`` records changes it."""
 
 
 @dataclass(frozen=True)
 class Run:
     """What one execution of a notebook gave, by cell index: ``cells[i]`` is a code cell's
-    ``{"outputs", "execution_count"}`` or a Markdown cell's ``{"values": {expression: text}}``."""
+    ``{"outputs", "execution_count"}`` or a Markdown cell's ``{"values": {expression: text/plain}}``
+    (the value's ``text/plain`` as the kernel gave it, quotes and all: ``shown`` is what the site
+    prints); ``metadata``, what the kernel wrote into the notebook's metadata (``language_info``,
+    and ``widgets`` when it drew any), so that the site can show a recorded run
+    (``chalk.teaching.shared_runs``) as it shows a live one."""
     cells: list
+    metadata: dict = field(default_factory=dict)
 
 
-NOT_RUN = ("teaching/plain.py", "teaching/problems/", "teaching/cards/")
+NOT_RUN = ("teaching/plain.py", "teaching/shared_runs.py", "teaching/problems/", "teaching/cards/")
 """Library files a run does not depend on, left out of its key: this module converts a run after
-the cache (a change to what a run records changes ``CACHE_FORMAT``); answer keys and the cards'
-numbers are read by no chapter, and a problem set's checks, the only cells that read a key, ship
-no output. So a new chapter's key or cards leave the other notebooks' runs valid."""
+the cache (a change to what a run records changes ``CACHE_FORMAT``), and ``shared_runs`` records
+or serves one; answer keys and the cards' numbers are read by no chapter, and a problem set's
+checks, the only cells that read a key, ship no output. So a new chapter's key or cards leave the
+other notebooks' runs valid."""
 
 
 def library_digest(root: Path = ROOT) -> str:
@@ -401,33 +407,59 @@ def library_digest(root: Path = ROOT) -> str:
 
 
 def cache_lock(cache: Path, name: str) -> Path:
-    """The file ``run`` holds locked while it runs the notebook ``name`` into ``cache``."""
+    """The file held locked while the notebook ``name`` runs into ``cache`` (by ``run``, or by the
+    site's build through ``chalk.teaching.shared_runs``)."""
     return Path(cache) / f"{name}.lock"
+
+
+def cache_entry(cache: Path, name: str, nb, library: str | None = None) -> Path:
+    """Where the run of ``nb`` under the name ``name`` is kept: ``<name>-<key>.json``, the key
+    hashing the notebook and ``library`` (``library_digest()`` by default)."""
+    key = hashlib.sha256(((library or library_digest()) + nbformat.writes(nb)).encode()).hexdigest()[:24]
+    return Path(cache) / f"{name}-{key}.json"
+
+
+def cached(entry: Path) -> Run | None:
+    """The run kept at ``entry``, or None."""
+    if not entry.is_file():
+        return None
+    kept = json.loads(entry.read_text(encoding="utf-8"))
+    return Run(kept["cells"], kept["metadata"])
+
+
+def keep(entry: Path, result: Run) -> None:
+    """Write ``result`` to ``entry`` whole (a temporary file renamed into place) and remove the
+    older runs of the same name."""
+    name = entry.name.rsplit("-", 1)[0]
+    for old in entry.parent.glob(f"{name}-*.json"):
+        if re.fullmatch(rf"{re.escape(name)}-[0-9a-f]{{24}}\.json", old.name):
+            old.unlink()
+    fd, tmp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({"cells": result.cells, "metadata": result.metadata}, f)  # in the kernel's order, as a live page shows it
+        os.replace(tmp, entry)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 def run(nb, cwd: Path, cache: Path | None = None, name: str = "notebook", allow_errors: bool = False,
         library: str | None = None) -> Run:
     """Execute ``nb`` in a fresh kernel working in ``cwd`` and evaluate each Markdown cell's
     ``{eval}`` expressions once the cells above it ran. With ``cache`` (a folder) the result is kept
-    as ``<name>-<key>.json``, the key hashing the notebook and ``library`` (``library_digest()``
-    by default), and read from there while both are unchanged; older results for ``name`` go."""
+    there (``cache_entry``) and read from there while the notebook and ``library`` are unchanged;
+    older results for ``name`` go."""
     if cache is None:
         return _execute(nb, cwd, name, allow_errors)
-    key = hashlib.sha256(((library or library_digest()) + nbformat.writes(nb)).encode()).hexdigest()[:24]
-    path = Path(cache) / f"{name}-{key}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    entry = cache_entry(cache, name, nb, library)
+    entry.parent.mkdir(parents=True, exist_ok=True)
     with open(cache_lock(cache, name), "w") as lock:  # two builds at once: the second waits and reads
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if path.is_file():
-            return Run(json.loads(path.read_text(encoding="utf-8"))["cells"])
+        if (result := cached(entry)) is not None:
+            return result
         result = _execute(nb, cwd, name, allow_errors)
-        for old in path.parent.glob(f"{name}-*.json"):
-            if re.fullmatch(rf"{re.escape(name)}-[0-9a-f]{{24}}\.json", old.name):
-                old.unlink()
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump({"cells": result.cells}, f, sort_keys=True)
-        os.replace(tmp, path)
+        keep(entry, result)
         return result
 
 
@@ -438,25 +470,35 @@ def _execute(nb, cwd: Path, name: str, allow_errors: bool) -> Run:
     nb = copy.deepcopy(nb)
     client = NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=allow_errors,
                             record_timing=False, resources={"metadata": {"path": str(cwd)}})
-    cells = []
+    values = {}
     with client.setup_kernel():
+        info = client.wait_for_reply(client.kc.kernel_info())["content"]
+        nb.metadata["language_info"] = info["language_info"]  # as MyST-NB's inline execution records it
         for i, cell in enumerate(nb.cells):
             if cell.cell_type == "code":
                 try:
                     client.execute_cell(cell, i)
                 except CellExecutionError as err:
                     raise PlainError(f"{name}: cell {i} failed: {err}") from None
-                cells.append({"outputs": cell.get("outputs", []), "execution_count": cell.get("execution_count")})
             elif cell.cell_type == "markdown" and (names := eval_names(cell.source)):
-                cells.append({"values": _evaluate(client, names, f"{name}, cell {i}")})
-            else:
-                cells.append({})
-    return Run(json.loads(json.dumps(cells)))
+                values[i] = evaluate(client, names, f"{name}, cell {i}")
+    return record(client, values)
 
 
-def _evaluate(client, names: list[str], where: str) -> dict[str, str]:
-    """Each expression's text as the site prints it: MyST-NB renders the value's ``text/plain``
-    inline, without the quotes of a string."""
+def record(client, values: dict) -> Run:
+    """The run that ``client`` (an nbclient ``NotebookClient`` that has executed its notebook)
+    made, with ``values[i]``, Markdown cell ``i``'s ``{eval}`` texts (``evaluate``)."""
+    client.set_widgets_metadata()
+    metadata = {key: client.nb.metadata[key] for key in ("language_info", "widgets") if key in client.nb.metadata}
+    cells = [{"outputs": cell.get("outputs", []), "execution_count": cell.get("execution_count")}
+             if cell.cell_type == "code" else {"values": values[i]} if i in values else {}
+             for i, cell in enumerate(client.nb.cells)]
+    return Run(*json.loads(json.dumps([cells, metadata])))
+
+
+def evaluate(client, names: list[str], where: str) -> dict[str, str]:
+    """Each expression's ``text/plain``, evaluated in ``client``'s kernel without a trace in it
+    (no output, no history): a number the site prints inline, so text and nothing else."""
     bad = [n for n in names if not _EVAL_NAME.match(n)]
     if bad:
         raise PlainError(f"{where}: {{eval}} takes a variable name, not {bad[0]!r}")
@@ -469,9 +511,14 @@ def _evaluate(client, names: list[str], where: str) -> dict[str, str]:
             raise PlainError(f"{where}: {{eval}}`{name}` failed: {result.get('ename')}: {result.get('evalue')}")
         if set(result["data"]) != {"text/plain"}:
             raise PlainError(f"{where}: {{eval}}`{name}` shows as {sorted(result['data'])}, not as text")
-        text = result["data"]["text/plain"]
-        values[name] = text[1:-1] if _QUOTED.match(text) else text
+        values[name] = result["data"]["text/plain"]
     return values
+
+
+def shown(text: str) -> str:
+    """An ``{eval}`` value's ``text/plain`` as the site prints it: MyST-NB renders it inline,
+    without the quotes of a string."""
+    return text[1:-1] if _QUOTED.match(text) else text
 
 
 # ---- the notebook ------------------------------------------------------------------------------
@@ -508,7 +555,8 @@ def notebook(nb, page: str, site: Site, result: Run, outputs: bool = True):
         if cell.cell_type == "markdown":
             if "remove-cell" in tags or SITE_ONLY in tags:
                 continue
-            cell.source = Markdown(site, page, ran.get("values")).convert(cell.source)
+            values = {expression: shown(text) for expression, text in ran.get("values", {}).items()}
+            cell.source = Markdown(site, page, values).convert(cell.source)
         elif cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
             if outputs:
