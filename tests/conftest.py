@@ -269,12 +269,17 @@ if __name__ == "__main__" and sys.argv[1:2] == ["--build-site"]:
 def assert_function_is_expression(expr, function, names, seed, choices, sweep):
     """A function of a generated plain-Python module (moe_numeric, overtraining_numeric) against the
     SymPy expression it was written from: at 20 random points drawn from ``choices``, and over arrays
-    (each symbol swept over the four values of ``sweep``), to 1e-12 relative."""
+    (each symbol swept over the four values of ``sweep``), to 1e-12 relative. Either may be a dict
+    instead, by symbol name, ``"*"`` for the symbols it does not name; a swept value that is not an
+    array (a scalar of the dict) stays one."""
+    from sympy import sympify
+
     rng = random.Random(seed)
+    of = lambda table, s: table.get(names[s], table["*"]) if isinstance(table, dict) else table  # noqa: E731
     for _ in range(20):
-        values = {s: rng.choice(choices) for s in expr.free_symbols}
-        exact = float(expr.subs(values))
+        values = {s: rng.choice(of(choices, s)) for s in sorted(expr.free_symbols, key=names.get)}
+        exact = float(expr.xreplace({s: sympify(v) for s, v in values.items()}))  # subs: seconds on a Max
         assert function(**{names[s]: v for s, v in values.items()}) == pytest.approx(exact, rel=1e-12)
-    swept = {s: np.array(sweep) for s in expr.free_symbols}
-    exact = [float(expr.subs({s: v[i] for s, v in swept.items()})) for i in range(len(sweep))]
+    swept = {s: np.asarray(of(sweep, s), dtype=float) for s in expr.free_symbols}
+    exact = [float(expr.xreplace({s: sympify((v[i] if v.ndim else v).item()) for s, v in swept.items()})) for i in range(4)]
     assert np.allclose(function(**{names[s]: v for s, v in swept.items()}), exact, rtol=1e-12)

@@ -202,21 +202,49 @@ def _numeric():
     (N_tot, b_w, C, E); ``max_batch`` (C, E, P, m, N_tot, b_w, L, b_kv); ``max_context`` (C, E, P, m,
     N_tot, b_w, B, b_kv); each ZeRO stage (N_tot, b_w,
     b_g, b_opt, n_DP)."""
+    from . import memory_numeric
+    return {name: getattr(memory_numeric, name) for name in numeric_names()}
+
+
+def numeric_names() -> tuple[str, ...]:
+    """The names of ``numeric``'s functions, as ``memory_numeric.py`` writes them."""
+    return ("per_chip", "weights_per_chip", "kv_per_chip", "t_read", "token_time", "microbatches_busy",
+            "weight_floor", "hop_time", "crossover_stages", "crossover_capacity", "max_batch", "max_context", "zero")
+
+
+def numeric_forms() -> dict:
+    """The expressions ``numeric`` evaluates, each with its arguments in order, by the name of its
+    plain-Python form in ``memory_numeric.py``. A function, not a table: the solved crossovers and
+    limits are built on first use, which the generated file spares a kernel."""
     return {
-        "per_chip": sp.lambdify(_C_ARGS, per_chip_expr, "numpy"),
-        "weights_per_chip": sp.lambdify(_C_ARGS, weights_per_chip, "numpy"),
-        "kv_per_chip": sp.lambdify(_C_ARGS, kv_per_chip, "numpy"),
-        "t_read": sp.lambdify(_READ_ARGS, t_read_expr, "numpy"),
-        "token_time": sp.lambdify((T_read, P, t_hop, n_moe, t_a2a, t_ar), token_time_expr, "numpy"),
-        "microbatches_busy": sp.lambdify((P, t_hop, T_read), _microbatches_busy_expr(), "numpy"),
-        "weight_floor": sp.lambdify(_READ_ARGS[:6] + (E, W_chip), weight_floor_expr, "numpy"),
-        "hop_time": sp.lambdify(_HOP_ARGS, t_hop_expr, "numpy"),
-        "crossover_stages": sp.lambdify((N_tot, b_w, B, L, b_kv), _crossover_stages_expr(), "numpy"),
-        "crossover_capacity": sp.lambdify((N_tot, b_w, C, E), _crossover_capacity_expr(), "numpy"),
-        "max_batch": sp.lambdify((C, E, P, m, N_tot, b_w, L, b_kv), _max_batch_any_m_expr(), "numpy"),
-        "max_context": sp.lambdify((C, E, P, m, N_tot, b_w, B, b_kv), _max_context_expr(), "numpy"),
-        "zero": {stage: sp.lambdify((N_tot, b_w, b_g, b_opt, n_DP), expr, "numpy") for stage, expr in ZERO_STAGES.items()},
+        "per_chip": (_C_ARGS, per_chip_expr),
+        "weights_per_chip": (_C_ARGS, weights_per_chip),
+        "kv_per_chip": (_C_ARGS, kv_per_chip),
+        "t_read": (_READ_ARGS, t_read_expr),
+        "token_time": ((T_read, P, t_hop, n_moe, t_a2a, t_ar), token_time_expr),
+        "microbatches_busy": ((P, t_hop, T_read), _microbatches_busy_expr()),
+        "weight_floor": (_READ_ARGS[:6] + (E, W_chip), weight_floor_expr),
+        "hop_time": (_HOP_ARGS, t_hop_expr),
+        "crossover_stages": ((N_tot, b_w, B, L, b_kv), _crossover_stages_expr()),
+        "crossover_capacity": ((N_tot, b_w, C, E), _crossover_capacity_expr()),
+        "max_batch": ((C, E, P, m, N_tot, b_w, L, b_kv), _max_batch_any_m_expr()),
+        "max_context": ((C, E, P, m, N_tot, b_w, B, b_kv), _max_context_expr()),
+        "zero": {stage: ((N_tot, b_w, b_g, b_opt, n_DP), expr) for stage, expr in ZERO_STAGES.items()},
     }
+
+
+def numeric_source() -> str:
+    """The text of ``memory_numeric.py``; keeping the file equal to it is a test."""
+    from .catalog.model_formulas import python_source
+    return python_source(numeric_forms(), _names(), [
+        "The formulas ``chalk.memory`` evaluates as numbers (``chalk.memory.numeric_forms``), as plain",
+        "Python, so that a kernel evaluates them without solving or lambdifying. Written by",
+        "``python -m chalk.memory``; do not edit: a test keeps it equal to the formulas."])
+
+
+def _names() -> dict:
+    """Each symbol of this module by its name here (``N_tot``), for the generated file's arguments."""
+    return {value: name for name, value in globals().items() if isinstance(value, sp.Symbol)}
 
 
 __getattr__, __dir__ = _derived.module_getattr, _derived.module_dir
@@ -611,3 +639,10 @@ def fewest_chips_to_train(model, chip, recipe="zero-mixed-adam", headroom=roofli
     in_range("headroom", headroom, 0, 0.99)
     state = training_state_bytes(mdl, recipe)
     return math.ceil(state / (hw.hbm_capacity * (1 - headroom)) - 1e-9)
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+
+    from .catalog.model_formulas import write_numeric
+    write_numeric(numeric_source(), Path(__file__).with_name("memory_numeric.py"))

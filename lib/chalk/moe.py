@@ -186,22 +186,34 @@ def _binomial(a, count):
 
 _ARGS = (n_step, E, S, k, n_sh, n_exp, n_red, d_model, d_ff, n_mat, b_act, b_w, F, W, W_up, W_out,
          M_dom, eta_link)
-_modules = [{"ceiling": np.ceil, "binomial": _binomial}, "numpy"]
-
-
 @_derived
 def _numeric():
-    """Vectorised NumPy versions, all taking the arguments in ``_ARGS`` order (see ``_values``)."""
-    return {name: sp.lambdify(_ARGS, expr, modules=_modules) for name, expr in {
-        "alltoall_bytes": alltoall_bytes_expr, "scale_up_bytes": scale_up_bytes,
-        "scale_out_bytes": scale_out_bytes, "t_alltoall_up": t_alltoall_up,
-        "t_alltoall_out": t_alltoall_out, "t_expert_compute": t_expert_compute,
-        "t_expert_weights": t_expert_weights, "comm_to_compute": _comm_to_compute(),
-        "experts_touched": experts_touched_expr, "scale_up_bytes_dedup": scale_up_bytes_dedup,
-        "scale_out_bytes_dedup": scale_out_bytes_dedup, "chips_reached": chips_reached_expr,
-        "domains_reached": domains_reached_expr, "t_up": t_up_expr, "t_out": t_out_expr,
-        "t_up_dedup": t_up_dedup_expr, "t_out_dedup": t_out_dedup_expr,
-        "compute_bound_tokens": _compute_bound_tokens(), "crossover_rho": crossover_rho_expr}.items()}
+    """Vectorised NumPy versions, all taking the arguments in ``_ARGS`` order (see ``_values``):
+    ``moe_layer_numeric``'s functions, written from ``layer_numeric_forms``."""
+    from . import moe_layer_numeric
+    return {name: getattr(moe_layer_numeric, name) for name in _LAYER_NUMERIC}
+
+
+_LAYER_NUMERIC = ("alltoall_bytes", "scale_up_bytes", "scale_out_bytes", "t_alltoall_up", "t_alltoall_out",
+                  "t_expert_compute", "t_expert_weights", "comm_to_compute", "experts_touched",
+                  "scale_up_bytes_dedup", "scale_out_bytes_dedup", "chips_reached", "domains_reached", "t_up",
+                  "t_out", "t_up_dedup", "t_out_dedup", "compute_bound_tokens", "crossover_rho")
+
+
+def layer_numeric_forms() -> dict:
+    """The expressions ``numeric`` evaluates, each a function of ``_ARGS`` in that order, by the
+    name of its plain-Python form in ``moe_layer_numeric.py``. A function, not a table: the
+    simplified ratios are built on first use, which the generated file spares a kernel."""
+    exprs = {"alltoall_bytes": alltoall_bytes_expr, "scale_up_bytes": scale_up_bytes,
+             "scale_out_bytes": scale_out_bytes, "t_alltoall_up": t_alltoall_up,
+             "t_alltoall_out": t_alltoall_out, "t_expert_compute": t_expert_compute,
+             "t_expert_weights": t_expert_weights, "comm_to_compute": _comm_to_compute(),
+             "experts_touched": experts_touched_expr, "scale_up_bytes_dedup": scale_up_bytes_dedup,
+             "scale_out_bytes_dedup": scale_out_bytes_dedup, "chips_reached": chips_reached_expr,
+             "domains_reached": domains_reached_expr, "t_up": t_up_expr, "t_out": t_out_expr,
+             "t_up_dedup": t_up_dedup_expr, "t_out_dedup": t_out_dedup_expr,
+             "compute_bound_tokens": _compute_bound_tokens(), "crossover_rho": crossover_rho_expr}
+    return {name: (_ARGS, exprs[name]) for name in _LAYER_NUMERIC}
 
 
 @_derived
@@ -882,16 +894,30 @@ NUMERIC = {"EXPERTS_PER_CHIP": experts_per_chip_expr, "MAX_TOTAL_PARAMS": max_to
 def numeric_source() -> str:
     """The text of ``catalog/moe_numeric.py``; keeping the file equal to it is a test."""
     from .catalog.model_formulas import python_source
-    names = {value: name for name, value in globals().items() if isinstance(value, sp.Symbol)}
-    return python_source(NUMERIC, names, [
+    return python_source(NUMERIC, _names(), [
         "The formulas of ``chalk.moe`` that the catalog's tables evaluate, as plain Python, so that",
         "``python -m chalk list deployments`` needs no SymPy. Written by ``python -m chalk.moe``; do not",
         "edit: a test keeps it equal to the formulas."])
 
 
+def layer_numeric_source() -> str:
+    """The text of ``moe_layer_numeric.py``; keeping the file equal to it is a test."""
+    from .catalog.model_formulas import python_source
+    return python_source(layer_numeric_forms(), _names(), [
+        "The formulas of an MoE layer ``chalk.moe`` evaluates as numbers (``chalk.moe.layer_numeric_forms``),",
+        "as plain Python, so that a kernel evaluates them without simplifying or lambdifying. Written by",
+        "``python -m chalk.moe``; do not edit: a test keeps it equal to the formulas."],
+        helpers={"binomial": "from .moe import _binomial as binomial"})
+
+
+def _names() -> dict:
+    """Each symbol of this module by its name here (``n_exp``), for the generated files' arguments."""
+    return {value: name for name, value in globals().items() if isinstance(value, sp.Symbol)}
+
+
 if __name__ == "__main__":
     from pathlib import Path
 
-    target = Path(__file__).with_name("catalog") / "moe_numeric.py"
-    target.write_text(numeric_source(), encoding="utf-8")
-    print(f"wrote {target}")
+    from .catalog.model_formulas import write_numeric
+    write_numeric(numeric_source(), Path(__file__).with_name("catalog") / "moe_numeric.py")
+    write_numeric(layer_numeric_source(), Path(__file__).with_name("moe_layer_numeric.py"))

@@ -98,21 +98,6 @@ BUBBLE_FRACTION_HOPS = t_bubble_hops / (t_ideal + t_bubble_hops)
 
 
 
-@_derived
-def __bubble_fraction():
-    return sp.lambdify((P, m, v), _BUBBLE_FRACTION(), "numpy")
-
-
-@_derived
-def __bubble_overhead():
-    return sp.lambdify((P, m, v), _BUBBLE_OVERHEAD(), "numpy")
-
-
-@_derived
-def __bubble_fraction_hops():
-    return sp.lambdify((P, m, v, t_hop, t_B), BUBBLE_FRACTION_HOPS.subs(t_F, 1), "numpy")
-
-
 # --- decode: the loop back --------------------------------------------------------------------
 decode_cycle = P * (t_F + t_hop)
 """Time for one micro-batch to go round once in decode: every stage, every hop including the
@@ -128,23 +113,18 @@ def _DECODE_MIN_MICROBATCHES():
     return sp.solve(sp.Eq(m * t_F, decode_cycle), m)[0]
 
 
-@_derived
-def __decode_idle():
-    return sp.lambdify((P, m, t_hop), DECODE_IDLE.subs(t_F, 1), "numpy")
-
-
 def decode_idle_fraction(stages, microbatches, hop: float = 0.0):
     """Steady-state idle fraction of decode with ``hop`` = t_hop / t_F (closed form)."""
     P_, m_ = _whole("stages", stages), _whole("microbatches", microbatches)
     non_negative("hop", hop)
-    return _scalar(__decode_idle()(P_, m_, hop))
+    return _scalar(_numeric().decode_idle(P_, m_, hop))
 
 
 def decode_microbatches_needed(stages, hop: float = 0.0) -> int:
     """Fewest micro-batches in flight that keep every decode stage busy: ceil(P (1 + hop))."""
     P_ = positive_int("stages", stages)
     non_negative("hop", hop)
-    exact = float(_DECODE_MIN_MICROBATCHES().subs({P: P_, t_F: 1, t_hop: hop}))
+    exact = float(_numeric().decode_min_microbatches(P=P_, t_hop=hop))
     return math.ceil(exact - 1e-9)
 
 
@@ -191,14 +171,14 @@ def bubble_fraction(stages, microbatches, schedule: str = "gpipe", chunks=1, hop
     non_negative("hop", hop)
     positive("backward_ratio", backward_ratio)
     if np.all(np.asarray(hop) == 0):
-        return _scalar(__bubble_fraction()(P_, m_, v_))
-    return _scalar(__bubble_fraction_hops()(P_, m_, v_, hop, backward_ratio))
+        return _scalar(_numeric().bubble_fraction(P_, m_, v_))
+    return _scalar(_numeric().bubble_fraction_hops(P_, m_, v_, hop, backward_ratio))
 
 
 def bubble_overhead(stages, microbatches, schedule: str = "gpipe", chunks=1):
     """Bubble time over ideal compute time: (P-1)/m; (P-1)/(v m) interleaved."""
     P_, m_, v_ = _pipeline_args(stages, microbatches, schedule, chunks)
-    return _scalar(__bubble_overhead()(P_, m_, v_))
+    return _scalar(_numeric().bubble_overhead(P_, m_, v_))
 
 
 def activations_in_flight(stages, microbatches, schedule: str = "1f1b", chunks=1) -> float:
@@ -498,17 +478,6 @@ def _k_fanout():
 _RACK_ARGS = (k, L_stage, rho, E, b_disp, b_comb, b_bnd)
 
 
-@_derived
-def __rack_ratio():
-    return sp.lambdify(_RACK_ARGS, _RACK_RATIO(), "numpy")
-
-
-@_derived
-def __lecture_limit():
-    """The ratio with E -> infinity, formats kept: k L_stage (b_disp + b_comb)/(rho b_bnd)."""
-    return sp.lambdify((k, L_stage, rho, b_disp, b_comb, b_bnd), sp.limit(_RACK_RATIO(), E, sp.oo), "numpy")
-
-
 def _formats(dispatch_bytes, combine_bytes, boundary_bytes) -> tuple:
     positive("dispatch_bytes", dispatch_bytes)
     positive("combine_bytes", combine_bytes)
@@ -530,9 +499,9 @@ def rack_boundary_ratio(layers_per_stage, experts_per_token, bandwidth_ratio, ex
     positive("bandwidth_ratio", bandwidth_ratio)
     fmt = _formats(dispatch_bytes, combine_bytes, boundary_bytes)
     if expert_parallel is None:
-        return _scalar(__lecture_limit()(experts_per_token, layers_per_stage, bandwidth_ratio, *fmt))
+        return _scalar(_numeric().lecture_limit(experts_per_token, layers_per_stage, bandwidth_ratio, *fmt))
     _check_ep(expert_parallel)
-    return _scalar(__rack_ratio()(experts_per_token, layers_per_stage, bandwidth_ratio, expert_parallel, *fmt))
+    return _scalar(_numeric().rack_ratio(experts_per_token, layers_per_stage, bandwidth_ratio, expert_parallel, *fmt))
 
 
 def _check_ep(expert_parallel):
@@ -558,7 +527,7 @@ def experts_per_crossing(bandwidth_ratio) -> float:
     DeepSeek-V3 (section 3.2.2) reads this as the experts per node a token may use at no extra
     NVLink cost: 160/50 GB/s gives 3.2."""
     positive("bandwidth_ratio", bandwidth_ratio)
-    return _scalar(sp.lambdify(rho, _k_fanout(), "numpy")(bandwidth_ratio))
+    return _scalar(_numeric().experts_per_crossing(bandwidth_ratio))
 
 
 @dataclass(frozen=True)
@@ -807,3 +776,44 @@ def data_parallel_degree(chips: int, tensor: int = 1, context: int = 1, pipeline
 
 
 __getattr__, __dir__ = _derived.module_getattr, _derived.module_dir
+
+
+# --- the numeric forms ---------------------------------------------------------------------------
+def _numeric():
+    """``pipeline_numeric``: the formulas this module evaluates, as plain Python (``numeric_forms``)."""
+    from . import pipeline_numeric
+    return pipeline_numeric
+
+
+def numeric_forms() -> dict:
+    """The expressions this module evaluates as numbers, with t_F = 1 (times in forward passes) and
+    each with its arguments in order, by the name of its plain-Python form in ``pipeline_numeric.py``.
+    A function, not a table: the bubbles, the decode minimum, the rack ratio and its limit are
+    solved on first use, which the generated file spares a kernel."""
+    return {
+        "bubble_fraction": ((P, m, v), _BUBBLE_FRACTION()),
+        "bubble_overhead": ((P, m, v), _BUBBLE_OVERHEAD()),
+        "bubble_fraction_hops": ((P, m, v, t_hop, t_B), BUBBLE_FRACTION_HOPS.subs(t_F, 1)),
+        "decode_idle": ((P, m, t_hop), DECODE_IDLE.subs(t_F, 1)),
+        "decode_min_microbatches": _DECODE_MIN_MICROBATCHES().subs(t_F, 1),
+        "rack_ratio": (_RACK_ARGS, _RACK_RATIO()),
+        "lecture_limit": ((k, L_stage, rho, b_disp, b_comb, b_bnd), sp.limit(_RACK_RATIO(), E, sp.oo)),
+        "experts_per_crossing": ((rho,), _k_fanout()),
+    }
+
+
+def numeric_source() -> str:
+    """The text of ``pipeline_numeric.py``; keeping the file equal to it is a test."""
+    from .catalog.model_formulas import python_source
+    names = {value: name for name, value in globals().items() if isinstance(value, sp.Symbol)}
+    return python_source(numeric_forms(), names, [
+        "The formulas ``chalk.pipeline`` evaluates as numbers (``chalk.pipeline.numeric_forms``), as",
+        "plain Python with t_F = 1, so that a kernel evaluates them without solving or lambdifying.",
+        "Written by ``python -m chalk.pipeline``; do not edit: a test keeps it equal to the formulas."])
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+
+    from .catalog.model_formulas import write_numeric
+    write_numeric(numeric_source(), Path(__file__).with_name("pipeline_numeric.py"))

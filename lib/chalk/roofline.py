@@ -117,14 +117,11 @@ lecture_ratio = F * b_w / (2 * W)
 """What the lecture's "≈300" stands for: multiplies per byte of weight, precision-independent."""
 
 ARGS = (B, L, N_act, N_tot, b_w, b_kv, F, W, f_att, F_att, N_rout, k, n_exp)
-_max = [{"Max": np.maximum}, "numpy"]
 
 
-def _vectorised(expr):
-    """``expr`` as a vectorised NumPy function of ``ARGS``. The attention and routing arguments
-    default to the lecture's model, a dense one without attention FLOPs (attention at F)."""
-    f = sp.lambdify(ARGS, expr, modules=_max)
-
+def _vectorised(f):
+    """``f``, a NumPy function of ``ARGS`` (``roofline_numeric``), with the attention and routing
+    arguments defaulting to the lecture's model, a dense one without attention FLOPs (attention at F)."""
     def evaluate(B, L, N_act, N_tot, b_w, b_kv, F, W, f_att=0.0, F_att=None, N_routed=0.0, k=1, n_exp=1):
         return f(B, L, N_act, N_tot, b_w, b_kv, F, W, f_att, F if F_att is None else F_att, N_routed, k, n_exp)
     return evaluate
@@ -133,10 +130,37 @@ def _vectorised(expr):
 @_derived
 def _numeric():
     """Vectorised NumPy versions of the formulas: (B, L) then a replica's ``Replica.params(L)``."""
-    return {name: _vectorised(expr) for name, expr in {
-        "t_matmul": t_matmul, "t_attn": t_attn, "t_compute": t_compute, "t_weights": t_weights,
-        "t_weights_all": t_weights_all, "t_kv": t_kv, "t_mem": t_mem, "t_step": t_step,
-        "t_step_phases": t_step_phases, "balance_batch": _balance_batch_expr()}.items()}
+    from . import roofline_numeric
+    return {name: _vectorised(getattr(roofline_numeric, name)) for name in _NUMERIC}
+
+
+_NUMERIC = ("t_matmul", "t_attn", "t_compute", "t_weights", "t_weights_all", "t_kv", "t_mem", "t_step",
+            "t_step_phases", "balance_batch")
+
+
+def numeric_forms() -> dict:
+    """The expressions this module evaluates as numbers, by the name of their plain-Python form in
+    ``roofline_numeric.py``: ``numeric``'s, each a function of ``ARGS`` in that order, and L* of the
+    replica's parameters. A function, not a table: B* and L* are solved on first use, and building
+    them is what the generated file spares a kernel."""
+    exprs = {"t_matmul": t_matmul, "t_attn": t_attn, "t_compute": t_compute, "t_weights": t_weights,
+             "t_weights_all": t_weights_all, "t_kv": t_kv, "t_mem": t_mem, "t_step": t_step,
+             "t_step_phases": t_step_phases, "balance_batch": _balance_batch_expr()}
+    return {**{name: (ARGS, exprs[name]) for name in _NUMERIC}, "balance_context": _balance_context()}
+
+
+def numeric_source() -> str:
+    """The text of ``roofline_numeric.py``; keeping the file equal to it is a test."""
+    from .catalog.model_formulas import python_source
+    return python_source(numeric_forms(), _names(), [
+        "The formulas ``chalk.roofline`` evaluates as numbers (``chalk.roofline.numeric_forms``), as",
+        "plain Python, so that a kernel evaluates them without solving or lambdifying. Written by",
+        "``python -m chalk.roofline``; do not edit: a test keeps it equal to the formulas."])
+
+
+def _names() -> dict:
+    """Each symbol of this module by its name here (``N_act``), for the generated file's arguments."""
+    return {value: name for name, value in globals().items() if isinstance(value, sp.Symbol)}
 
 
 __getattr__, __dir__ = _derived.module_getattr, _derived.module_dir
@@ -313,8 +337,8 @@ class Replica:
         n_act, f = query_tokens * n_act, query_tokens * f
         if f / f_rate >= kv / bw:
             return math.inf
-        return float(_balance_context().subs({N_act: n_act, r: flops / bw, b_kv: kv, W: bw,
-                                           f_att: f, F_att: f_rate}))
+        from . import roofline_numeric
+        return float(roofline_numeric.balance_context(F_att=f_rate, N_act=n_act, W=bw, b_kv=kv, f_att=f, r=flops / bw))
 
 
 def _model(model) -> models.Model:
@@ -573,3 +597,10 @@ def replica_params(chip, model, dtype="bf16", chips=1, kv_bytes_per_element=2, c
     rep = replica(chip, model, dtype, chips, kv_bytes_per_element)
     non_negative("context", context)
     return rep.params(context)
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+
+    from .catalog.model_formulas import write_numeric
+    write_numeric(numeric_source(), Path(__file__).with_name("roofline_numeric.py"))

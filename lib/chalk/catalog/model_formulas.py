@@ -118,12 +118,17 @@ NUMERIC = {"ATTENTION_PARAMS": ATTENTION_PARAMS, "RELATIVE_POSITION_PARAMS": REL
 ``model_numeric.py`` (``numeric_source``) so that evaluating them needs no SymPy."""
 
 
-def python_source(numeric: dict, names: dict, doc: list[str]) -> str:
+def python_source(numeric: dict, names: dict, doc: list[str], helpers: dict | None = None) -> str:
     """The text of a module of plain Python functions, one for each SymPy expression of ``numeric``
-    (nested in dicts as there), whose arguments are its symbols' names (``names``: symbol -> name);
-    ``Min`` is NumPy's ``minimum`` and ``ceiling`` its ``ceil``, so an argument may be an array. ``doc``
-    is the module docstring's lines. Written once by each module whose formulas it prints."""
+    (nested in dicts as there), whose arguments are its symbols' names (``names``: symbol -> name),
+    by keyword; an entry ``(symbols, expression)`` takes those symbols in that order instead, as a
+    lambdified function does. ``Min`` and ``Max`` are NumPy's ``minimum`` and ``maximum`` and
+    ``ceiling`` its ``ceil``, so an argument may be an array; ``helpers`` maps a SymPy function's
+    name to the import line of the Python function that evaluates it (``binomial`` over arrays).
+    ``doc`` is the module docstring's lines. Written once by each module whose formulas it prints."""
     from sympy.printing.pycode import PythonCodePrinter
+
+    helpers = helpers or {}
 
     class Printer(PythonCodePrinter):
         def _print_Symbol(self, expr):
@@ -132,14 +137,24 @@ def python_source(numeric: dict, names: dict, doc: list[str]) -> str:
         def _print_Min(self, expr):
             return f"minimum({', '.join(self._print(a) for a in expr.args)})"
 
+        def _print_Max(self, expr):
+            return f"maximum({', '.join(self._print(a) for a in expr.args)})"
+
         def _print_ceiling(self, expr):
             return f"ceil({self._print(expr.args[0])})"
 
+        def _print_Function(self, expr):
+            if type(expr).__name__ in helpers:
+                return f"{type(expr).__name__}({', '.join(self._print(a) for a in expr.args)})"
+            return super()._print_Function(expr)
+
+        _print_binomial = _print_Function
+
     printer = Printer({"fully_qualified_modules": False})
 
-    def function(expr) -> str:
-        args = ", ".join(sorted(names[s] for s in expr.free_symbols))
-        return f"lambda {args}: {printer.doprint(expr)}"
+    def function(value) -> str:
+        symbols, expr = value if isinstance(value, tuple) else (sorted(value.free_symbols, key=names.get), value)
+        return f"lambda {', '.join(names[s] for s in symbols)}: {printer.doprint(expr)}"
 
     def entry(value, indent: str) -> str:
         if isinstance(value, dict):
@@ -148,9 +163,19 @@ def python_source(numeric: dict, names: dict, doc: list[str]) -> str:
         return function(value)
 
     body = [f"{name} = {entry(value, '')}" for name, value in numeric.items()]
-    used = [f for f in ("ceil", "minimum") if any(f"{f}(" in line for line in body)]
-    lines = ['"""' + doc[0], *doc[1:], '"""', f"from numpy import {', '.join(used)}" if used else "", "", *body]
+    used = [f for f in ("ceil", "maximum", "minimum") if any(f"{f}(" in line for line in body)]
+    imports = [f"from numpy import {', '.join(used)}"] if used else []
+    imports += [line for name, line in sorted(helpers.items()) if any(f"{name}(" in b for b in body)]
+    lines = ['"""' + doc[0], *doc[1:], '"""', "\n".join(imports), "", *body]
     return "\n".join(lines) + "\n"
+
+
+def write_numeric(source: str, target) -> None:
+    """Write a generated module's ``source`` to ``target`` (a module's ``__main__``)."""
+    from pathlib import Path
+
+    Path(target).write_text(source, encoding="utf-8")
+    print(f"wrote {target}")
 
 
 def numeric_source() -> str:
@@ -167,6 +192,4 @@ def numeric_source() -> str:
 if __name__ == "__main__":
     from pathlib import Path
 
-    target = Path(__file__).with_name("model_numeric.py")
-    target.write_text(numeric_source(), encoding="utf-8")
-    print(f"wrote {target}")
+    write_numeric(numeric_source(), Path(__file__).with_name("model_numeric.py"))

@@ -482,6 +482,5 @@ def numeric_source() -> str:
 if __name__ == "__main__":
     from pathlib import Path
 
-    target = Path(__file__).with_name("overtraining_numeric.py")
-    target.write_text(numeric_source(), encoding="utf-8")
-    print(f"wrote {target}")
+    from ..catalog.model_formulas import write_numeric
+    write_numeric(numeric_source(), Path(__file__).with_name("overtraining_numeric.py"))
