@@ -134,13 +134,59 @@ SKIP_CODE_COLOURS = """() => {
             && matches(node, virtualNode)}]}); }"""
 
 
+CONTRAST_ONCE_PER_STYLE = """() => {
+    const rule = axe._audit.rules.find(r => r.id === 'color-contrast');
+    const matches = rule.matches.bind(rule);
+    const once = window.chalkContrastOnce = {seen: new Set(), chains: new Map(), boxes: null};
+    const paints = (s) => s.backgroundColor !== 'rgba(0, 0, 0, 0)' || s.backgroundImage !== 'none';
+    // Where a text's contrast comes from: each box from the element up to the root, by tag, class
+    // and what it paints beneath or over the text.
+    const chain = (el) => {
+        if (!el) return '';
+        if (once.chains.has(el)) return once.chains.get(el);
+        const s = getComputedStyle(el);
+        const own = [el.tagName, el.className?.baseVal ?? el.className, s.backgroundColor, s.backgroundImage,
+                     s.opacity, s.filter, s.mixBlendMode, s.backdropFilter].join(' ');
+        const c = own + '|' + chain(el.parentElement);
+        once.chains.set(el, c);
+        return c;
+    };
+    // A positioned box that paints may lie under (or over) a text it does not contain: such a text
+    // is read on its own.
+    const overlapped = (node) => {
+        once.boxes ??= Array.from(document.querySelectorAll('*')).filter((e) => {
+            const s = getComputedStyle(e);
+            return s.position !== 'static' && paints(s); }).map((e) => [e, e.getBoundingClientRect()]);
+        const r = node.getBoundingClientRect();
+        return once.boxes.some(([e, b]) => !e.contains(node) && !node.contains(e) && b.width && b.height
+            && r.left < b.right && b.left < r.right && r.top < b.bottom && b.top < r.bottom);
+    };
+    axe.configure({rules: [{id: 'color-contrast', matches: (node, virtualNode) => {
+        const s = getComputedStyle(node);
+        const style = [s.color, s.fontSize, s.fontWeight, s.textShadow, chain(node)].join(' ');
+        if (once.seen.has(style) && !overlapped(node)) return false;
+        const read = matches(node, virtualNode);
+        if (read) once.seen.add(style);
+        return read; }}]}); }"""
+"""axe's colour-contrast rule reads one text per style on a page: the same colour, size and weight of
+text in the same boxes (tag, class, background, opacity, filters, from the element to the root) has
+the same contrast wherever it is, and reading each of a chapter's thousands of spans and cells was
+most of axe's time (Chapter 2 at 1280 px: 9.3 CPU-s of contrast, 4.1 once per style; the hardware
+page's tables 3.4 and 0.9). A text drawn in another colour, size, weight or box is read, and so is
+every text that a positioned box with a background overlaps without containing it (what lies under
+it is then not its ancestors alone). Set once per page load; each axe run starts afresh
+(axe_violations), so each scheme and state is read in full."""
+
+
 def axe_violations(page, context=None, rules=None) -> list[dict]:
     """axe's violations on ``page`` (or ``context``), every rule or only ``rules``."""
     options = {"resultTypes": ["violations"], "rules": {r: {"enabled": True} for r in EXPERIMENTAL_RULES}}
     if rules:
         options = {"resultTypes": ["violations"], "runOnly": {"type": "rule", "values": list(rules)}}
     load_axe(page)
-    return page.evaluate("([context, options]) => axe.run(context ?? document, options)", [context, options])["violations"]
+    return page.evaluate("""([context, options]) => {
+        if (window.chalkContrastOnce) Object.assign(chalkContrastOnce, {seen: new Set(), chains: new Map(), boxes: null});
+        return axe.run(context ?? document, options); }""", [context, options])["violations"]
 
 
 COLOUR_RULES = ("color-contrast", "link-in-text-block")
@@ -164,9 +210,10 @@ def read_page(page, url, full=True, code=True) -> list[tuple[str, dict]]:
     ``code``, the highlighted code's colours are not read (CODE_COLOURS_READ)."""
     page.emulate_media(color_scheme=SCHEMES[0])
     page.goto(url, wait_until="load")
+    load_axe(page)
     if not code:
-        load_axe(page)
         page.evaluate(SKIP_CODE_COLOURS)
+    page.evaluate(CONTRAST_ONCE_PER_STYLE)
     # The theme fades colours in over 0.15 s and the folds fade their content in: axe must read the
     # colours the page ends on, so transitions and animations jump to their end.
     page.add_style_tag(content="*, *::before, *::after { transition: none !important; animation: none !important; }")
@@ -206,6 +253,29 @@ def test_code_colours_are_left_out_only_where_said(chromium_browser, tmp_path):
                           if v["id"] == "color-contrast" for n in v["nodes"] for target in n["target"])
         assert faint(code=True) == ["#comment", "#printed", "#prose"]
         assert faint(code=False) == ["#printed", "#prose"]
+    finally:
+        page.context.close()
+
+
+def test_contrast_is_read_once_per_style_and_on_every_background(chromium_browser, tmp_path):
+    """Two faint texts of one style: one is reported, the page fails all the same. A dark text that
+    passes on white fails inside a dark box, and over a positioned dark box it does not sit in (a
+    box painted beneath the flow, behind a text whose own boxes match the passing one's): both are
+    reported although a text of their style was read, and passed, before them."""
+    page_file = tmp_path / "styles.html"
+    page_file.write_text(
+        '<html lang="en" data-theme="light"><head><title>t</title></head><body><main>'
+        '<p class="t" id="faint" style="color:#bbb">Faint.</p><p class="t" id="faint-again" style="color:#bbb">Faint.</p>'
+        '<p class="t" id="dark" style="color:#555">Dark on white.</p>'
+        '<div class="box" style="background:#444"><p class="t" id="in-box" style="color:#555">Dark on dark.</p></div>'
+        '<div style="position:relative"><p class="t" id="beside" style="color:#555">Dark on white.</p></div>'
+        '<div style="position:relative"><div style="position:absolute;inset:0;z-index:-1;background:#444"></div>'
+        '<p class="t" id="over-box" style="color:#555">Dark over a dark box.</p></div></main></body></html>')
+    page = open_offline(chromium_browser)
+    try:
+        found = read_page(page, page_file.as_uri(), full=False)
+        assert sorted(target for _, v in found if v["id"] == "color-contrast" for n in v["nodes"]
+                      for target in n["target"]) == ["#faint", "#in-box", "#over-box"]
     finally:
         page.context.close()
 
