@@ -14,7 +14,7 @@ import pytest
 
 from chalk.catalog import hardware
 from chalk.figures import canvas
-from conftest import ROOT, focus_ring_problem, focus_style
+from conftest import ROOT, SHOTS, focus_ring_problem, focus_style
 
 VIEWPORTS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
 PHONE = VIEWPORTS["phone"]
@@ -162,6 +162,30 @@ TWIN_TEXT_OUTSIDE = """() => {
 }"""
 
 
+TYPESET = """() => {
+    const main = document.querySelector('main') || document.body;
+    const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
+    const raw = [];
+    while (walker.nextNode()) {
+        const n = walker.currentNode, p = n.parentElement;
+        if (p.closest('script, style, pre, code, mjx-container, .MathJax')) continue;
+        if (/\\$\\$|\\\\\\(|\\\\\\[|\\\\frac|\\\\text\\{/.test(n.textContent)) raw.push(n.textContent.slice(0, 80));
+    }
+    const broken = Array.from(document.images).filter(img => !(img.complete && img.naturalWidth > 0)).map(img => img.src);
+    return {math: document.querySelectorAll('mjx-container').length, raw, broken};
+}"""
+"""What the typeset check reads, in one round trip: typeset formulas, text with raw TeX left in it
+outside code and math, and images that did not load."""
+
+
+def first_screen(page):
+    """The page's first screen as a picture in the screenshots folder, for a reviewer's eye (a
+    full-page shot of a 21,000 px chapter took as long as loading it)."""
+    path = SHOTS / (page.url.rsplit("/", 2)[-2] + "_" + page.url.rsplit("/", 1)[-1].replace(".html", ".png"))
+    page.screenshot(path=str(path))
+    return path.name
+
+
 def move(root, selector, value):
     root.locator(selector).evaluate(
         "(el, v) => { el.value = v; el.dispatchEvent(new Event('input', {bubbles: true})); }", str(value))
@@ -248,6 +272,8 @@ PROBES = [  # (what, at which widths, on which pages, how): run in this order, t
     ("control text cut", BOTH, is_chapter, script(CONTROL_TEXT_CUT)),
     ("maths headers", DESKTOP, is_chapter, script(MATHS_HEADERS)),
     ("silent headers", DESKTOP, is_chapter, script(SILENT_HEADERS)),
+    ("typeset", DESKTOP, every, script(TYPESET)),
+    ("first screen", DESKTOP, every, first_screen),
     ("front page", PHONE_ONLY, only(FRONT_PAGE), front_page),
     *[(f"focus: {name}", DESKTOP, only("book/hardware.html"), header_button_focus(name)) for name in HEADER_BUTTONS],
     ("chapter 3 opening", DESKTOP, only("notebooks/03_pipelining.html"), chapter_3_opening),
@@ -271,15 +297,25 @@ class SiteRead(dict):
 
 def crawl(browser, site: Path, width: str) -> SiteRead:
     """Every page opened once, offline (every non-file request refused), at ``width``: for each, its
-    console errors and uncaught exceptions ('errors'), why it did not load ('load'), and what each of
-    its PROBES read."""
+    console errors and uncaught exceptions ('errors'), the requests refused ('refused'), why it did
+    not load ('load'), and what each of its PROBES read."""
     ctx = browser.new_context(viewport=VIEWPORTS[width])
-    ctx.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file://") else route.abort())
+
+    def guard(refused):
+        def route_to_disk(route):
+            if route.request.url.startswith("file://"):
+                route.continue_()
+            else:
+                refused.append(route.request.url)
+                route.abort()
+        return route_to_disk
+
     read = SiteRead()
     read.width = width
     for rel_path in pages(site):
-        record = read[rel_path] = {"errors": []}
+        record = read[rel_path] = {"errors": [], "refused": []}
         page = ctx.new_page()
+        page.route("**/*", guard(record["refused"]))
         page.on("console", lambda m, errors=record["errors"]: m.type == "error" and errors.append(m.text))
         page.on("pageerror", lambda e, errors=record["errors"]: errors.append(str(e)))
         try:
@@ -339,6 +375,62 @@ def test_no_console_error_on_any_page(request, viewport):
         errors += [f"{viewport} {rel_path} did not load: {record['load']}"] if "load" in record else []
         errors += [f"{viewport} {rel_path}: {e}" for e in record["errors"]]
     assert not errors, "\n".join(errors)
+
+
+MATHS_PAGES = ("book/notation.html", "book/hardware.html", "book/models.html", "book/systems.html",
+               "book/corrections.html", "book/glossary.html", "book/flashcards.html")
+"""The book's pages that typeset maths; its data pages (prices, deployments, memory, quoted) print
+tables of figures without."""
+
+
+def maths_pages() -> list[str]:
+    """The pages that must show typeset maths: every chapter page and problem set of the course's
+    notebooks (found, so a new chapter's are covered), and MATHS_PAGES."""
+    return sorted([f"{folder}/{nb.stem}.html" for folder in ("notebooks", "exercises")
+                   for nb in (ROOT / folder).glob("[0-9][0-9]_*.ipynb")] + list(MATHS_PAGES))
+
+
+def typeset_problems(read: dict[str, dict], with_maths) -> list[str]:
+    """What a crawl found wrong with the maths and images: a page of ``with_maths`` without typeset
+    maths (or not read), raw TeX left outside code on any page, an image that did not load, and a
+    request that left the disk for the network."""
+    typeset = found(read, "typeset")
+    problems = [f"{rel_path}: not read" if rel_path not in typeset else f"{rel_path}: no typeset maths"
+                for rel_path in with_maths if typeset.get(rel_path, {}).get("math", 0) == 0]
+    for rel_path, t in typeset.items():
+        problems += [f"{rel_path}: raw TeX left: {raw!r}" for raw in t["raw"][:5]]
+        problems += [f"{rel_path}: an image did not load: {src}" for src in t["broken"]]
+    problems += [f"{rel_path}: asked the network for {url}" for rel_path, record in read.items()
+                 for url in record["refused"] if url.startswith("http")]
+    return problems
+
+
+def test_every_page_typesets_its_maths_and_loads_its_images(desktop):
+    """MathJax typeset every page (no raw TeX left outside code), the pages that have maths show it,
+    every image loaded, and no page asked the network for anything (the site works offline)."""
+    problems = typeset_problems(desktop, maths_pages())
+    assert not problems, "\n".join(problems[:20])
+
+
+def test_typeset_check_reports_each_fault(chromium_browser, tmp_path):
+    """A page with raw TeX, an image that is not there and one from the network, and a page without
+    the maths it should have: each is reported; a page with nothing wrong is not named."""
+    site = tmp_path / "site"
+    (site / "notebooks").mkdir(parents=True)
+    (site / "notebooks" / "01_doctored.html").write_text(
+        '<html lang="en"><head><title>t</title></head><body><main><p>A formula left as \\(x^2\\).</p>'
+        '<img alt="a figure that is not there" src="gone.png">'
+        '<img alt="a figure from the network" src="http://example.invalid/far.png"></main></body></html>')
+    for name in ("02_no_maths", "03_fine"):
+        (site / "notebooks" / f"{name}.html").write_text(
+            '<html lang="en"><head><title>t</title></head><body><main><p>Words.</p></main></body></html>')
+    problems = typeset_problems(crawl(chromium_browser, site, "desktop"), ["notebooks/02_no_maths.html"])
+    gone = (site / "notebooks" / "gone.png").as_uri()
+    assert problems == ["notebooks/02_no_maths.html: no typeset maths",
+                        "notebooks/01_doctored.html: raw TeX left: 'A formula left as \\\\(x^2\\\\).'",
+                        f"notebooks/01_doctored.html: an image did not load: {gone}",
+                        "notebooks/01_doctored.html: an image did not load: http://example.invalid/far.png",
+                        "notebooks/01_doctored.html: asked the network for http://example.invalid/far.png"]
 
 
 def test_each_page_script_is_emitted_once(built_site):
