@@ -1,9 +1,9 @@
 """The chapter modules' generated numeric forms (roofline_numeric, moe_layer_numeric,
-memory_numeric, pipeline_numeric: plain Python written from each module's ``numeric_forms``) stay
+memory_numeric, pipeline_numeric, scaling_numeric: plain Python written from each module's ``numeric_forms``) stay
 equal to the SymPy expressions: each file is what its generator writes now, every function gives
 what its expression gives, as a number and over arrays, a few closed forms by hand, and what a
 problem set evaluates through them solves, simplifies and lambdifies nothing (#28: a graded
-notebook's kernel paid 0.3-1.1 CPU-s building them)."""
+notebook's kernel paid 0.3-2.3 CPU-s building them)."""
 import importlib
 import inspect
 import json
@@ -21,6 +21,7 @@ GENERATED = {
     "chalk.moe": ("chalk.moe_layer_numeric", "layer_numeric_forms", "layer_numeric_source"),
     "chalk.memory": ("chalk.memory_numeric", "numeric_forms", "numeric_source"),
     "chalk.pipeline": ("chalk.pipeline_numeric", "numeric_forms", "numeric_source"),
+    "chalk.scaling": ("chalk.scaling_numeric", "numeric_forms", "numeric_source"),
 }
 
 # MoE's pools of experts are whole and hold at least k experts (n_exp S min(M, E/S) / E >= 8), and
@@ -34,10 +35,12 @@ CHOICES = {
                   "k": [1, 2, 4, 8], "n_red": [0, 8, 32], "*": ODD},
     "chalk.memory": {"k": [1, 2, 8], "n_exp": [8, 64], "*": ODD},
     "chalk.pipeline": ODD,
+    "chalk.scaling": {"E_0": [0.37, 1.3], "ell": [2.9, 7.1, 41.0], "*": ODD},  # a target loss above E_0
 }
 SWEEP = {module: [1.0, 2.0, 4.0, 8.0] for module in GENERATED}
 SWEEP["chalk.roofline"] = {"W": [0.5, 3.0, 5.0, 11.0], "f_att": [0.2, 0.3, 0.7, 1.1], "*": [1.0, 2.0, 4.0, 8.0]}
 # the grid's binomial takes one count of experts per token (a model's k), not an array of them
+SWEEP["chalk.scaling"] = {"E_0": [0.37, 1.3, 1.3, 0.37], "ell": [2.9, 7.1, 41.0, 50.0], "*": [1.0, 2.0, 4.0, 8.0]}
 SWEEP["chalk.moe"] = {"k": 8, "n_exp": [128, 128, 256, 256], "E": [8, 8, 16, 16], "S": [1, 2, 4, 4],
                       "M_dom": [1, 2, 8, 72], "*": [1.0, 2.0, 4.0, 8.0]}
 
@@ -103,7 +106,7 @@ def test_closed_forms_by_hand():
 
 
 def test_what_a_problem_set_evaluates_solves_and_lambdifies_nothing():
-    """The calls the problem sets make (chapters 1-4), in a fresh interpreter: before the generated
+    """The calls the problem sets make (chapters 1-5), in a fresh interpreter: before the generated
     forms, each module's first call solved, simplified and lambdified (0.3-1.1 s of a kernel's CPU)."""
     code = """
 import json, sympy
@@ -130,6 +133,13 @@ pipeline.rack_boundary_ratio(3, 8, 8.0, 64)
 pipeline.decode_microbatches_needed(6, 0.25)
 pipeline.decode_idle_fraction(6, 4, 0.25)
 pipeline.experts_per_crossing(3.2)
+from chalk import scaling
+scaling.compute_optimal(1e23)
+scaling.token_split()
+scaling.heuristic_penalty(0.5, 0.3)
+scaling.heuristic_place(0.5, 0.3)
+scaling.lifetime_optimal(2.0, inference_tokens=1e12)
+scaling.rl_flops_per_rollout_token(0.3, 0.5)
 print(json.dumps(calls))
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -242,48 +242,49 @@ def _split_inf():
 
 
 # --- numeric functions --------------------------------------------------------------------------
-# Private lambdified forms, registered like the expressions: ``__x`` serves the module's ``_x``.
+# Private numeric forms, registered like the expressions (``__x`` serves the module's ``_x``), read
+# from ``scaling_numeric`` (``numeric_forms``): plain Python, so that a kernel solves nothing.
 _FIT_ARGS = (E_0, A, B_0, alpha, beta)
 
 
 @_derived
 def __loss():
-    return sp.lambdify((N_act, D) + _FIT_ARGS, loss_expr)
+    return _numeric().loss
 
 
 @_derived
 def __n_star_numeric():
-    return sp.lambdify((C_train,) + _FIT_ARGS, _n_star())
+    return _numeric().n_star
 
 
 @_derived
 def __frontier_tokens_numeric():
-    return sp.lambdify((N_act,) + _FIT_ARGS, _frontier_tokens())
+    return _numeric().frontier_tokens
 
 
 @_derived
 def __n_of_u():
-    return sp.lambdify((u, ell) + _FIT_ARGS, n_of_u)
+    return _numeric().n_of_u
 
 
 @_derived
 def __d_of_u():
-    return sp.lambdify((v, ell) + _FIT_ARGS, d_of_u)
+    return _numeric().d_of_u
 
 
 @_derived
 def __per_param():
-    return sp.lambdify((u, v, ell) + _FIT_ARGS, _per_param_cost_at_optimum())
+    return _numeric().per_param
 
 
 @_derived
 def __penalty():
-    return sp.lambdify((p, q), _heuristic_penalty_expr())
+    return _numeric().penalty
 
 
 @_derived
 def __place():
-    return sp.lambdify((p, q), sp.simplify(_tidy((_heuristic_x_equal() / _heuristic_x_min()).subs({a: 1, b: 1}))))
+    return _numeric().place
 
 
 FIT_ENVELOPE = {"N": (1e6, 1e14), "D": (1e8, 1e15), "C": (1e15, 1e30)}
@@ -412,12 +413,12 @@ _LIFE_ARGS = (N_act, D, D_inf, eta_inf, D_RL, kappa, eta_RL)
 
 @_derived
 def __phases():
-    return [sp.lambdify(_LIFE_ARGS, e) for e in (pretraining_flops, rl_flops, inference_flops)]
+    return list(_numeric().phases.values())
 
 
 @_derived
 def __linear():
-    return sp.lambdify(_LIFE_ARGS[2:], _linear_in_n)
+    return _numeric().linear
 
 
 
@@ -487,7 +488,7 @@ def lifetime_optimal(target_loss, inference_tokens, fit: str = "hoffmann", infer
     def excess(t):
         return __per_param()(1 / (1 + np.exp(-t)), 1 / (1 + np.exp(t)), target, *c) - per_param
 
-    start = float(_u_compute_optimal().subs({alpha: c[3], beta: c[4]}))
+    start = float(_numeric().u_compute_optimal(c[3], c[4]))
     lo = np.full(np.broadcast(target, per_param).shape, np.log(start / (1 - start)))
     t = _bisect(excess, lo, np.full_like(lo, _T_MAX))
     n = __n_of_u()(1 / (1 + np.exp(-t)), target, *c)
@@ -514,9 +515,10 @@ def token_split(rl_flops_per_param_token=LECTURE["rl_flops_per_param_token"],
         raise ChalkError(f"shares must be three numbers (pre-training, RL, inference), got {shares!r}")
     for name, value in zip(("shares[0]", "shares[1]", "shares[2]"), shares):
         positive(name, value)
-    values = {kappa: rl_flops_per_param_token, eta_RL: 1 / rl_inefficiency, eta_inf: 1 / inference_inefficiency,
-              s_pre: shares[0], s_RL: shares[1], s_inf: shares[2]}
-    return float(_split_rl_shares().subs(values)), float(_split_inf_shares().subs(values))
+    n = _numeric()
+    return (float(n.split_rl_shares(kappa=rl_flops_per_param_token, eta_RL=1 / rl_inefficiency, s_pre=shares[0],
+                                    s_RL=shares[1])),
+            float(n.split_inf_shares(eta_inf=1 / inference_inefficiency, s_pre=shares[0], s_inf=shares[2])))
 
 
 class ServedMix(NamedTuple):
@@ -551,7 +553,7 @@ def served_mix(input_tokens, cached_tokens, output_tokens, decode_inefficiency=L
 
 @_derived
 def __rl_per_token():
-    return sp.lambdify((eta_dec, trained_fraction, extra_forwards), _rl_kappa_over_eta())
+    return _numeric().rl_per_token
 
 
 
@@ -626,3 +628,51 @@ def catalog_overtraining(fit: str = "hoffmann") -> list[Overtraining]:
 
 
 __getattr__, __dir__ = _derived.module_getattr, _derived.module_dir
+
+
+# --- the numeric forms ---------------------------------------------------------------------------
+def _numeric():
+    """``scaling_numeric``: the formulas this module evaluates, as plain Python (``numeric_forms``)."""
+    from . import scaling_numeric
+    return scaling_numeric
+
+
+def numeric_forms() -> dict:
+    """The expressions this module evaluates as numbers, each with its arguments in order (the
+    token split's by keyword), by the name of its plain-Python form in ``scaling_numeric.py``. A
+    function, not a table: the optima, the heuristic's penalty and the splits are solved on first
+    use, which the generated file spares a kernel."""
+    return {
+        "loss": ((N_act, D) + _FIT_ARGS, loss_expr),
+        "n_star": ((C_train,) + _FIT_ARGS, _n_star()),
+        "frontier_tokens": ((N_act,) + _FIT_ARGS, _frontier_tokens()),
+        "n_of_u": ((u, ell) + _FIT_ARGS, n_of_u),
+        "d_of_u": ((v, ell) + _FIT_ARGS, d_of_u),
+        "per_param": ((u, v, ell) + _FIT_ARGS, _per_param_cost_at_optimum()),
+        "u_compute_optimal": ((alpha, beta), _u_compute_optimal()),
+        "penalty": ((p, q), _heuristic_penalty_expr()),
+        "place": ((p, q), sp.simplify(_tidy((_heuristic_x_equal() / _heuristic_x_min()).subs({a: 1, b: 1})))),
+        "phases": {phase: (_LIFE_ARGS, e) for phase, e in
+                   (("pretraining", pretraining_flops), ("rl", rl_flops), ("inference", inference_flops))},
+        "linear": (_LIFE_ARGS[2:], _linear_in_n),
+        "rl_per_token": ((eta_dec, trained_fraction, extra_forwards), _rl_kappa_over_eta()),
+        "split_rl_shares": _split_rl_shares(),
+        "split_inf_shares": _split_inf_shares(),
+    }
+
+
+def numeric_source() -> str:
+    """The text of ``scaling_numeric.py``; keeping the file equal to it is a test."""
+    from .catalog.model_formulas import python_source
+    names = {value: name for name, value in globals().items() if isinstance(value, sp.Symbol)}
+    return python_source(numeric_forms(), names, [
+        "The formulas ``chalk.scaling`` evaluates as numbers (``chalk.scaling.numeric_forms``), as plain",
+        "Python, so that a kernel evaluates them without solving or lambdifying. Written by",
+        "``python -m chalk.scaling``; do not edit: a test keeps it equal to the formulas."])
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+
+    from .catalog.model_formulas import write_numeric
+    write_numeric(numeric_source(), Path(__file__).with_name("scaling_numeric.py"))
