@@ -117,27 +117,27 @@ tier_mismatch = sp.Abs(sp.log(drain_time / T_hold))
 
 @_derived
 def __hold_cost():
-    return sp.lambdify((p_hold, T_hold, C, W), hold_cost, "numpy")
+    return _numeric().hold_cost
 
 
 @_derived
 def __reload_wait():
-    return sp.lambdify((n_chips, p_chip, W, W_out), reload_wait, "math")
+    return _numeric().reload_wait
 
 
 @_derived
 def __mismatch():
-    return sp.lambdify((C, W, T_hold), tier_mismatch, "math")
+    return _numeric().mismatch
 
 
 @_derived
 def __kv_lecture():
-    return sp.lambdify((N_act, r, L_star, b_w, f_att), _kv_bytes_lecture_convention(), "math")
+    return _numeric().kv_lecture
 
 
 @_derived
 def __decode_mfu():
-    return sp.lambdify((p_in, p_out), _decode_mfu_expr(), "math")
+    return _numeric().decode_mfu
 
 
 __getattr__, __dir__ = _derived.module_getattr, _derived.module_dir
@@ -877,3 +877,40 @@ def rematerialise_after(model, target, prompt, dtype="bf16", usd_per_chip_hour=U
         if when < end:
             return max(start, when)
     raise AssertionError("the last tier's cost grows without bound")
+
+
+# --- the numeric forms ---------------------------------------------------------------------------
+def _numeric():
+    """``pricing_numeric``: the formulas this module evaluates, as plain Python (``numeric_forms``)."""
+    from . import pricing_numeric
+    return pricing_numeric
+
+
+def numeric_forms() -> dict:
+    """The expressions this module evaluates as numbers, each with its arguments in order, by the
+    name of its plain-Python form in ``pricing_numeric.py``. A function, not a table: the lecture's
+    KV bytes and the decode MFU are solved on first use, which the generated file spares a kernel."""
+    return {
+        "hold_cost": ((p_hold, T_hold, C, W), hold_cost),
+        "reload_wait": ((n_chips, p_chip, W, W_out), reload_wait),
+        "mismatch": ((C, W, T_hold), tier_mismatch),
+        "kv_lecture": ((N_act, r, L_star, b_w, f_att), _kv_bytes_lecture_convention()),
+        "decode_mfu": ((p_in, p_out), _decode_mfu_expr()),
+    }
+
+
+def numeric_source() -> str:
+    """The text of ``pricing_numeric.py``; keeping the file equal to it is a test."""
+    from .catalog.model_formulas import python_source
+    names = {value: name for name, value in globals().items() if isinstance(value, sp.Symbol)}
+    return python_source(numeric_forms(), names, [
+        "The formulas ``chalk.pricing`` evaluates as numbers (``chalk.pricing.numeric_forms``), as plain",
+        "Python, so that a kernel evaluates them without solving or lambdifying. Written by",
+        "``python -m chalk.pricing``; do not edit: a test keeps it equal to the formulas."])
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+
+    from .catalog.model_formulas import write_numeric
+    write_numeric(numeric_source(), Path(__file__).with_name("pricing_numeric.py"))

@@ -122,10 +122,13 @@ def python_source(numeric: dict, names: dict, doc: list[str], helpers: dict | No
     """The text of a module of plain Python functions, one for each SymPy expression of ``numeric``
     (nested in dicts as there), whose arguments are its symbols' names (``names``: symbol -> name),
     by keyword; an entry ``(symbols, expression)`` takes those symbols in that order instead, as a
-    lambdified function does. ``Min`` and ``Max`` are NumPy's ``minimum`` and ``maximum`` and
-    ``ceiling`` its ``ceil``, so an argument may be an array; ``helpers`` maps a SymPy function's
-    name to the import line of the Python function that evaluates it (``binomial`` over arrays).
+    lambdified function does. ``Min`` and ``Max`` are NumPy's ``minimum`` and ``maximum``,
+    ``ceiling`` its ``ceil``, and ``exp``, ``log`` and ``sqrt`` its own, so an argument may be an
+    array; ``helpers`` maps a SymPy function's name to the import line of the Python function that
+    evaluates it (``binomial`` over arrays).
     ``doc`` is the module docstring's lines. Written once by each module whose formulas it prints."""
+    import re
+
     from sympy.printing.pycode import PythonCodePrinter
 
     helpers = helpers or {}
@@ -163,7 +166,7 @@ def python_source(numeric: dict, names: dict, doc: list[str], helpers: dict | No
         return function(value)
 
     body = [f"{name} = {entry(value, '')}" for name, value in numeric.items()]
-    used = [f for f in ("ceil", "maximum", "minimum") if any(f"{f}(" in line for line in body)]
+    used = [f for f in ("ceil", "exp", "log", "maximum", "minimum", "sqrt") if any(re.search(rf"\b{f}\(", line) for line in body)]
     imports = [f"from numpy import {', '.join(used)}"] if used else []
     imports += [line for name, line in sorted(helpers.items()) if any(f"{name}(" in b for b in body)]
     lines = ['"""' + doc[0], *doc[1:], '"""', "\n".join(imports), "", *body]
