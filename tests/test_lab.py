@@ -12,22 +12,29 @@
 Debian's Chromium, driven by Playwright with every request off the server blocked, reads what a
 student sees. What each notebook costs decides how it is checked:
 
-* **every** notebook (15 chapter pages, 7 problem sets, in both set-ups) is opened without being
-  run, which is cheap: it must not be marked modified once JupyterLab has applied what its kernel
-  says (NotebookPanel rewrites ``language_info`` when the kernel's info arrives and ``kernelspec``
-  when its spec does, if they differ from the file's; ``chalk.teaching.lab_metadata``), no raw MyST
-  may show, no link may be dead (``href="#"``, a file the server lacks, or a glossary role
-  jupyterlab-myst cannot resolve), and a notebook that ships outputs (the edition's chapters) must
-  hold no error output and, in the edition, no unsubstituted ``*_txt`` name. The notebooks of a
-  set-up are opened one after the other on one running kernel (a kernel start per notebook cost
-  a second or more of CPU and changed nothing JupyterLab checks: each opening is a new kernel connection,
-  whose info and spec it applies as for a new kernel), shut down after them, so the notebooks run
-  below each start a kernel of their own; every check is also run on doctored notebooks, which it
-  must report;
-* **Chapter 1 and problem set 1** are run (Run All) in each set-up: no error output, every
-  ``{eval}`` number filled in, the answers folded, and Chapter 1's explorer redrawing when a
-  control moves. The other chapters' cells run without error in the site build (-W) and in the
-  edition's build (which keeps their outputs); every explorer redraws in test_explorer.py.
+* notebooks are opened without being run, which is cheap: every one in ``make lab``'s tree (15
+  chapter pages and 7 problem sets), where jupyterlab-myst's rendering of each page's prose is the
+  point, and the largest of each kind (chapter, deeper page, lab page, problem set) in the edition,
+  whose pages' other properties its files settle (``to_open``). A notebook must not be marked
+  modified once JupyterLab has applied what its kernel says (NotebookPanel rewrites
+  ``language_info`` when the kernel's info arrives and ``kernelspec`` when its spec does, if they
+  differ from the file's; ``chalk.teaching.lab_metadata``), no raw MyST may show, no link may be
+  dead (``href="#"``, a file the server lacks, or a glossary role jupyterlab-myst cannot resolve),
+  and a notebook that ships outputs (the edition's chapters) must hold no error output and, in the
+  edition, no unsubstituted ``*_txt`` name. The notebooks of a set-up are opened one after the
+  other on one running kernel (a kernel start per notebook cost a second or more of CPU and changed
+  nothing JupyterLab checks: each opening is a new kernel connection, whose info and spec it
+  applies as for a new kernel) and closed unsaved; the kernel is shut down after them, so the
+  notebooks run below each start a kernel of their own. Every check is also run on doctored
+  notebooks, which it must report;
+* **Chapter 1 and problem set 1** are run (Run All) in each set-up, from cleared outputs (the
+  edition's chapters ship a run's): every code cell run, no error output, every ``{eval}`` number
+  filled in, the answers folded, and Chapter 1's explorer redrawing when a control moves. The
+  other chapters' cells run without error in the site build (-W) and in the edition's build (which
+  keeps their outputs); every explorer redraws in test_explorer.py.
+
+A time bound here only catches a hang (a server, a page, a run or a redraw that never comes);
+every wait is for a state.
 
 Slider to new image: the explorer of each chapter that is run here is timed over 10 slider moves
 (input event to the image's new ``src``), median and max written to
@@ -41,7 +48,6 @@ import os
 import re
 import shlex
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -60,6 +66,10 @@ RUN = {"chapter": "notebooks/01_batching.ipynb", "problem set": "exercises/01_ba
 """What is run in each set-up: the chapter with the most {eval} numbers, folds and an explorer with
 sliders and dropdowns, and its problem set."""
 RAW_MYST = ("{eval", "{glue", ":::{", "```{", "{cite", "{term", "{admonition", "{dropdown")
+NAME_LEFT = re.compile(r"\b\w+_txt\b")
+"""A name where a number belongs: an {eval} role shows its number once the cell that defines it
+has run (or, in the edition, as substituted); a name it cannot evaluate shows as the name itself,
+and every such name here ends in _txt."""
 UNRESOLVED = "Cross reference target was not found"
 """What jupyterlab-myst logs for a role it cannot resolve (it renders the link as href="#")."""
 BENCH = ROOT / "_build" / "bench" / "lab_explorers.json"
@@ -83,12 +93,6 @@ def lab_options() -> list[str]:
     m = re.search(r"^LAB_OPTIONS\s*:?=\s*(.+)$", (ROOT / "Makefile").read_text(), re.M)
     assert m, "Makefile: no LAB_OPTIONS for the lab target"
     return shlex.split(m.group(1))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def served_tree(mode: str, tmp: Path) -> Path:
@@ -125,32 +129,85 @@ def lab(request, tmp_path_factory, chromium_browser):
         (tmp / "config" / "labconfig" / "page_config.json").write_text(
             json.dumps({"disabledExtensions": {"jupyterlab-myst": True}}))
     options = [o for o in lab_options() if not o.startswith("--ServerApp.root_dir")] if mode == "source" else []
-    port, token = free_port(), os.urandom(16).hex()
+    token = os.urandom(16).hex()
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp / "runtime"), JUPYTER_CONFIG_DIR=str(tmp / "config"),
                JUPYTERLAB_SETTINGS_DIR=str(tmp / "settings"), JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"))
-    log = open(tmp / "server.log", "w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ip=127.0.0.1", f"--port={port}",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--LabApp.news_url=None",
-         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.expose_app_in_browser=True",
-         *options],
-        env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
+    args = [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ip=127.0.0.1",
+            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--LabApp.news_url=None",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.expose_app_in_browser=True",
+            *options]
+    server, port = start_server(args, env, tmp / "runtime", tmp / "server.log")
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert server.poll() is None, (tmp / "server.log").read_text()[-3000:]
-            try:
-                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "JupyterLab did not answer within 60 s"
-                time.sleep(0.3)
-        yield Lab(mode, root, base, token)
+        yield Lab(mode, root, f"http://127.0.0.1:{port}", token)
     finally:
         server.terminate()
-        server.wait(timeout=20)
-        log.close()
+        server.wait(timeout=60)
+
+
+START_TIMEOUT_S = 300
+"""Only a server or page that never starts reaches it (a loaded machine takes seconds)."""
+
+
+def start_server(args: list[str], env: dict, runtime: Path, log_path: Path, tries: int = 3):
+    """Start the Jupyter server ``args`` on a port the system picks (``--port=0``), and return it and
+    the port it bound, read from the server's own record (``jpserver-<pid>.json`` in ``runtime``,
+    written once it listens), so no other process can take the port between its choice and its use.
+    The server binds a probe socket before it listens; another process taking that port in between
+    stops it, and it is started again."""
+    for attempt in range(tries):
+        with open(log_path, "w") as log:
+            server = subprocess.Popen([*args, "--port=0", "--ServerApp.port_retries=0"], env=env, stdout=log,
+                                      stderr=subprocess.STDOUT)
+        record, deadline = runtime / f"jpserver-{server.pid}.json", time.monotonic() + START_TIMEOUT_S
+        while server.poll() is None:
+            try:
+                info = json.loads(record.read_text())
+                urllib.request.urlopen(f"http://127.0.0.1:{info['port']}/api/status?token={info['token']}",
+                                       timeout=60)
+                return server, info["port"]
+            except (OSError, ValueError, KeyError):  # not written yet, half written, or not answering yet
+                if time.monotonic() > deadline:
+                    server.terminate()
+                    raise AssertionError(f"JupyterLab did not answer within {START_TIMEOUT_S} s: "
+                                         + log_path.read_text()[-3000:])
+                time.sleep(0.3)
+        text = log_path.read_text()
+        if "could not be started" not in text or attempt == tries - 1:
+            raise AssertionError(f"JupyterLab stopped (exit {server.returncode}): {text[-3000:]}")
+
+
+FAKE_SERVER = """
+import http.server, json, os, sys
+from pathlib import Path
+runtime, first = Path(sys.argv[1]), Path(sys.argv[2])
+if not first.exists():  # the first start loses its port to another process, as a Jupyter server reports it
+    first.write_text("")
+    print("ERROR: the Jupyter server could not be started because port 4242 is not available.")
+    sys.exit(1)
+class Status(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        ok = self.path == "/api/status?token=t"
+        self.send_response(200 if ok else 403)
+        self.end_headers()
+server = http.server.HTTPServer(("127.0.0.1", 0), Status)
+runtime.mkdir(exist_ok=True)
+(runtime / f"jpserver-{os.getpid()}.json").write_text(json.dumps({"port": server.server_port, "token": "t"}))
+server.serve_forever()
+"""
+
+
+def test_the_server_is_reached_on_the_port_it_bound_after_a_start_that_lost_its_port(tmp_path):
+    """start_server on a stand-in for the Jupyter server, which binds a port of the system's choosing
+    and writes its record as the Jupyter server does, after a first start that loses its port."""
+    server, port = start_server([sys.executable, "-c", FAKE_SERVER, str(tmp_path / "runtime"), str(tmp_path / "first")],
+                                dict(os.environ), tmp_path / "runtime", tmp_path / "server.log")
+    try:
+        assert (tmp_path / "first").exists() and port == json.loads(
+            (tmp_path / "runtime" / f"jpserver-{server.pid}.json").read_text())["port"]
+        assert urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token=t", timeout=60).status == 200
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
 
 
 def new_page(browser, lab, path="lab"):
@@ -169,17 +226,13 @@ def new_page(browser, lab, path="lab"):
     page = ctx.new_page()
     page.on("console", lambda m: console.append(m.text))
     page.goto(f"{lab.base}/{path}?reset&token={lab.token}")
-    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.started", timeout=60_000)
+    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.started", timeout=START_TIMEOUT_S * 1000)
     page.evaluate("() => window.jupyterapp.restored")
     return page, blocked, console
 
 
 OPEN = """async ({path, kernel}) => {
     const app = window.jupyterapp;
-    // A notebook on the shared kernel must not shut it down when it closes (kernelShutdown is on).
-    for (const w of app.shell.widgets('main'))
-        if (w.sessionContext) w.sessionContext.kernelPreference = {...w.sessionContext.kernelPreference, shutdownOnDispose: false};
-    await app.commands.execute('application:close-all');
     const panel = await app.commands.execute('docmanager:open', {path, factory: 'Notebook', kernel: kernel ? {id: kernel} : undefined});
     await panel.context.ready;
     await panel.sessionContext.ready;
@@ -222,6 +275,24 @@ RENDERED = """async ({myst, timeout}) => {
         await frame();
     }
     return true;
+}"""
+CLOSE = """async (timeout) => {
+    // Close every open notebook unsaved, as a student who closes a tab and answers "Discard": a
+    // notebook JupyterLab marked modified (a doctored one) would otherwise hold the close behind
+    // its save dialog. A notebook on the shared kernel leaves it running (kernelShutdown is on).
+    // Returns what is left: open documents and dialogs (none, once every close has finished).
+    const app = window.jupyterapp;
+    const open = () => Array.from(app.shell.widgets('main')).filter(w => w.context);
+    const dialogs = () => document.querySelectorAll('.jp-Dialog').length;
+    for (const w of open()) {
+        if (w.sessionContext) w.sessionContext.kernelPreference = {...w.sessionContext.kernelPreference, shutdownOnDispose: false};
+        w.context.model.dirty = false;
+        w.close();
+    }
+    const end = performance.now() + timeout;
+    while (open().length && !dialogs() && performance.now() < end)
+        await new Promise(r => setTimeout(r, 50));
+    return {open: open().map(w => w.context.path), dialogs: dialogs()};
 }"""
 STATE = """() => {
     const panel = window.__panel;
@@ -268,12 +339,18 @@ def test_make_lab_opens_on_the_chapter_list(chromium_browser, lab):
     page, blocked, _ = new_page(chromium_browser, lab, path="")
     try:
         assert "/lab/tree/notebooks" in page.url, page.url
-        page.locator(".jp-DirListing-itemText", has_text="01_batching.ipynb").first.wait_for(timeout=30_000)
+        page.locator(".jp-DirListing-itemText", has_text="01_batching.ipynb").first.wait_for(timeout=START_TIMEOUT_S * 1000)
         listed = page.locator(".jp-DirListing-itemText").all_inner_texts()
         assert {"01_batching.ipynb", "07_ciphers_revnets.ipynb"} <= set(listed), listed
         assert not blocked, blocked
     finally:
         page.context.close()
+
+
+def close(page) -> None:
+    """Close the page's notebooks unsaved; fails if one stays open or a dialog shows."""
+    left = page.evaluate(CLOSE, START_TIMEOUT_S * 1000)
+    assert left == {"open": [], "dialogs": 0}, f"closing the notebooks left {left}"
 
 
 def opening_problems(lab, page, console, name: str, kernel: str) -> list[str]:
@@ -283,6 +360,7 @@ def opening_problems(lab, page, console, name: str, kernel: str) -> list[str]:
     assert page.evaluate(OPEN, {"path": name, "kernel": kernel}), f"{name}: no kernel"
     rendered = page.evaluate(RENDERED, {"myst": lab.mode == "source", "timeout": RENDER_TIMEOUT_MS})
     state = page.evaluate(STATE)
+    close(page)
     where = f"{lab.mode} {name}"
     problems = []
     if state["dirty"]:
@@ -298,7 +376,7 @@ def opening_problems(lab, page, console, name: str, kernel: str) -> list[str]:
     problems += [f"{where}: {m[:150]}" for m in console if UNRESOLVED in m][:3]
     problems += [f"{where}: error output {e[:300]}" for e in state["errors"]][:2]
     if lab.mode == "student":
-        names_left = sorted(set(re.findall(r"\b\w+_txt\b", state["text"])))
+        names_left = sorted(set(NAME_LEFT.findall(state["text"])))
         if names_left:
             problems.append(f"{where}: names where numbers belong: {names_left[:8]}")
     return problems
@@ -320,14 +398,84 @@ def kernel(lab):
     call("DELETE", f"/{kernel_id}")
 
 
-def test_every_notebook_opens_unmodified_with_its_prose_rendered_and_its_links_alive(lab, lab_page, kernel):
-    """Each of the served notebooks, opened and not run (see the module's docstring)."""
+def kind(name: str) -> str:
+    """What a served notebook is: a problem set, a chapter's deeper page, a lab page or a chapter page."""
+    stem = Path(name).stem
+    if name.startswith("exercises/"):
+        return "problem set"
+    return "deeper page" if stem.endswith("-deeper") else "lab page" if "_lab-" in stem else "chapter"
+
+
+def to_open(lab) -> list[str]:
+    """The notebooks opened in the browser: in ``make lab``'s tree every one, since jupyterlab-myst's
+    rendering of each page's prose is what is checked; in the edition the largest page of each kind,
+    since there what the browser alone sees (JupyterLab's own Markdown and output rendering, and
+    whether opening marks the page modified) depends on the kind of page, and the rest holds for
+    every page in the files (test_the_editions_files_hold_what_jupyterlab_keeps here; raw MyST, dead
+    links and error outputs: test_student_edition.py over every page)."""
+    names = lab.notebooks()
+    if lab.mode == "source":
+        return names
+    largest = {}
+    for name in sorted(names, key=lambda n: (lab.root / n).stat().st_size):
+        largest[kind(name)] = name
+    return sorted(largest.values())
+
+
+def test_notebooks_open_unmodified_with_their_prose_rendered_and_their_links_alive(lab, lab_page, kernel):
+    """The served notebooks of ``to_open``, opened and not run (see the module's docstring)."""
     page, blocked, console = lab_page
     names = lab.notebooks()
     assert len([n for n in names if n.startswith("exercises/")]) == 7 and len(names) >= 22, names
-    problems = [p for name in names for p in opening_problems(lab, page, console, name, kernel)]
+    opened = to_open(lab)
+    assert {kind(n) for n in opened} == {"problem set", "deeper page", "lab page", "chapter"}, opened
+    problems = [p for name in opened for p in opening_problems(lab, page, console, name, kernel)]
     assert not blocked, blocked
     assert not problems, "\n".join(problems)
+
+
+def file_problems(nb, name: str, wanted: dict) -> list[str]:
+    """What the file of notebook ``name`` shows wrong without a browser: metadata other than
+    ``wanted`` (what JupyterLab writes on opening), a ``*_txt`` name in its prose or outputs."""
+    problems = [f"{name}: {key} is not JupyterLab's" for key in wanted if nb.metadata.get(key) != wanted[key]]
+    texts = [c.source for c in nb.cells if c.cell_type == "markdown"]
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            texts += [output.get("text", ""), *(v for k, v in output.get("data", {}).items() if k.startswith("text/"))]
+    if names_left := sorted(set(NAME_LEFT.findall("\n".join(texts)))):
+        problems.append(f"{name}: names where numbers belong: {names_left[:8]}")
+    return problems
+
+
+def test_the_editions_files_hold_what_jupyterlab_keeps(lab):
+    """Every page of the edition, read from its file, for what the browser checks on the pages it
+    opens and the file settles (``file_problems``): the metadata, whose difference from what
+    JupyterLab writes marks a page modified on opening (``chalk.teaching.lab_metadata``), and the
+    numbers filled in. (The committed notebooks, which the source set-up serves: test_hygiene.py.)"""
+    if lab.mode != "student":
+        pytest.skip("make lab serves the committed notebooks, whose metadata test_hygiene.py reads")
+    from chalk.teaching.lab_metadata import expected
+    wanted = expected()
+    problems = [p for name in lab.notebooks() for p in file_problems(nbformat.read(lab.root / name, as_version=4),
+                                                                       name, wanted)]
+    assert not problems, problems
+
+
+def test_the_file_check_reports_doctored_notebooks():
+    from chalk.teaching.lab_metadata import expected
+    wanted = expected()
+    nb = nbformat.v4.new_notebook(metadata=json.loads(json.dumps(wanted)), cells=[
+        nbformat.v4.new_markdown_cell("The batch is 64 sequences."),
+        nbformat.v4.new_code_cell("x", outputs=[nbformat.v4.new_output("execute_result", {"text/plain": "64"})])])
+    assert file_problems(nb, "a", wanted) == []
+    bad = nbformat.from_dict(json.loads(json.dumps(nb)))
+    bad.metadata.language_info["version"] = "3.0.1"
+    bad.cells[0].source = "The batch is batch_txt sequences."
+    assert file_problems(bad, "a", wanted) == ["a: language_info is not JupyterLab's",
+                                               "a: names where numbers belong: ['batch_txt']"]
+    bad = nbformat.from_dict(json.loads(json.dumps(nb)))
+    bad.cells[1].outputs[0]["data"]["text/plain"] = "'peak_txt'"
+    assert file_problems(bad, "a", wanted) == ["a: names where numbers belong: ['peak_txt']"]
 
 
 def add_prose(nb):
@@ -369,41 +517,85 @@ def test_the_opening_check_reports_doctored_notebooks(lab, lab_page, kernel):
             path.unlink(missing_ok=True)
 
 
-def run_all(browser, lab, path, only_to_explorer=False):
-    """Open ``path`` in JupyterLab, run all its cells (or those up to its explorer) and wait for the
-    kernel to be idle. Returns (page, urls that tried to leave the server)."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+CLEAR = """async () => {
+    // Outputs and execution counts off every cell, so that what the run leaves is the run's own (the
+    // edition's chapters ship the outputs of a run). Returns the code cells still holding either.
+    await window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs');
+    return window.__panel.content.widgets.filter(c => c.model.type === 'code'
+        && (c.model.executionCount !== null || c.model.outputs.length)).length;
+}"""
+RUN_COMMAND = """async ({command, timeout}) => {
+    // A run command resolves once the kernel has answered every cell it sent (or has stopped at an
+    // error); bounded, so that a hang fails the run instead of holding the suite.
+    return await Promise.race([window.jupyterapp.commands.execute(command).then(() => true),
+        new Promise(r => setTimeout(() => r(false), timeout))]);
+}"""
+NOT_RUN = """() => window.__panel.content.widgets.map((c, i) => [c, i])
+    .filter(([c]) => c.model.type === 'code' && c.model.sharedModel.getSource().trim() && c.model.executionCount === null)
+    .map(([, i]) => i)"""
+"""The indexes of the notebook's code cells that hold no execution count: after CLEAR, those the
+run did not reach (none after a whole run without error)."""
 
+
+def run_all(browser, lab, path, only_to_explorer=False):
+    """Open ``path`` in a new page on JupyterLab and run it there (``run_in``) on a kernel of its
+    own. Returns (page, urls that tried to leave the server)."""
     page, blocked, _ = new_page(browser, lab)
-    page.evaluate(OPEN, {"path": path, "kernel": None})
+    run_in(page, lab, path, only_to_explorer=only_to_explorer)
+    return page, blocked
+
+
+def run_in(page, lab, path, kernel=None, only_to_explorer=False, command="notebook:run-all-cells"):
+    """Open ``path`` in ``page`` on ``kernel`` (by default a new one), clear its outputs, run all its
+    cells (or those up to its explorer, then the explorer's) with ``command`` and wait for the
+    kernel to be idle. NOT_RUN on the page then says which cells did not run."""
+    assert page.evaluate(OPEN, {"path": path, "kernel": kernel}), f"{path}: no kernel"
+    assert page.evaluate(CLEAR) == 0, f"{lab.mode} {path}: outputs left after clearing them"
     if only_to_explorer:
         page.evaluate("""() => { const nb = window.__panel.content;
             const i = nb.widgets.findIndex(c => c.model.type === 'code' && /^Explorer\\(/m.test(c.model.sharedModel.getSource()));
             nb.activeCellIndex = i < 0 ? nb.widgets.length - 1 : i; }""")
         command = "notebook:run-all-above"
-    else:
-        command = "notebook:run-all-cells"
-    started = ("() => Array.from(window.__panel.node.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt'))"
-               ".some(e => /[*\\d]/.test(e.textContent))")
-    for _ in range(8):  # a command given while the session still settles can be dropped: ask again
-        page.evaluate(f"() => window.jupyterapp.commands.execute('{command}')")
-        try:
-            page.wait_for_function(started, timeout=10_000)
-            break
-        except PlaywrightTimeout:
-            continue
+    cells = len(page.evaluate(NOT_RUN))
     try:
-        page.wait_for_function(
-            "() => window.__panel.sessionContext.session.kernel.status === 'idle'"
-            " && !Array.from(window.__panel.node.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt'))"
-            ".some(e => e.textContent.includes('*'))", timeout=RUN_TIMEOUT_MS, polling=500)
+        for _ in range(3):  # a command that reached no cell at all (a session still settling) is given again
+            assert page.evaluate(RUN_COMMAND, {"command": command, "timeout": RUN_TIMEOUT_MS}), \
+                f"{lab.mode} {path}: the run did not end within {RUN_TIMEOUT_MS // 1000} s"
+            if len(page.evaluate(NOT_RUN)) < cells:
+                break
+        page.wait_for_function("() => window.__panel.sessionContext.session.kernel.status === 'idle'",
+                               timeout=RUN_TIMEOUT_MS, polling=500)
         if only_to_explorer:
             page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-cell')")
             page.wait_for_selector(".jp-OutputArea .widget-image", timeout=RUN_TIMEOUT_MS)
     except Exception:
         page.screenshot(path=str(SHOTS / f"lab_{Path(path).stem}_stuck.png"))
         raise
-    return page, blocked
+
+
+SHIPPED = "output of an earlier run"
+
+
+def test_a_run_that_runs_nothing_is_reported(lab, lab_page, kernel):
+    """The run's check (NOT_RUN after CLEAR) on a run whose command runs no cell, of a page that
+    holds the counts and outputs of an earlier run, as the edition's chapters do: every code cell
+    is reported, and the earlier outputs are gone. Left in place, they would hide a dropped run."""
+    page = lab_page[0]
+    source = lab.root / min((n for n in lab.notebooks() if n.startswith("notebooks/")),
+                            key=lambda n: (lab.root / n).stat().st_size)
+    nb = nbformat.read(source, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
+    for count, cell in enumerate(code, 1):
+        cell.execution_count, cell.outputs = count, [nbformat.v4.new_output("stream", text=SHIPPED)]
+    shipped = source.with_name("shipped_run.ipynb")
+    nbformat.write(nb, shipped)
+    try:
+        run_in(page, lab, shipped.relative_to(lab.root).as_posix(), kernel, command="notebook:select-all")
+        assert len(page.evaluate(NOT_RUN)) == len(code) > 0
+        assert SHIPPED not in page.evaluate(STATE)["text"]
+    finally:
+        close(page)
+        shipped.unlink()
 
 
 @pytest.fixture(scope="module")
@@ -431,6 +623,7 @@ def test_runs_without_errors_or_network(lab, ran):
     for path, (page, blocked) in ran.items():
         state = page.evaluate(STATE)
         assert not state["errors"], f"{lab.mode} {path}: {state['errors'][0][:2000]}"
+        assert page.evaluate(NOT_RUN) == [], f"{lab.mode} {path}: code cells the run did not reach"
         assert not blocked, blocked
 
 
@@ -440,9 +633,7 @@ def test_prose_is_rendered_with_its_numbers(lab, ran):
         text = page.evaluate(STATE)["text"]
         for raw in RAW_MYST:
             assert raw not in text, f"{path}: raw MyST {raw!r} is visible: ...{text[text.find(raw) - 200:][:400]}..."
-        # An {eval} role shows its number once the cell that defines it has run; a name it cannot
-        # evaluate would show the name itself (every such name here ends in _txt).
-        unevaluated = re.findall(r"\b\w+_txt\b", text)
+        unevaluated = NAME_LEFT.findall(text)
         assert not unevaluated, f"{lab.mode} {path}: inline expressions not evaluated: {sorted(set(unevaluated))}"
 
 
@@ -463,7 +654,7 @@ def explorer_times(page, name: str) -> list[float]:
     batch is cut to what fits, so 562,000 and 1,000,000 sequences draw the same image), and a move
     that changes nothing sends no new image to time."""
     image = page.locator(".jp-OutputArea .widget-image").first
-    image.wait_for(timeout=30_000)
+    image.wait_for(timeout=RUN_TIMEOUT_MS)
     image.scroll_into_view_if_needed()
     box = image.locator("xpath=ancestor::div[contains(concat(' ', @class, ' '), ' widget-vbox ')][1]")
     handles, selects = box.locator(".noUi-handle"), box.locator("select")
@@ -492,11 +683,11 @@ def explorer_times(page, name: str) -> list[float]:
             select = selects.first
             values = [o.get_attribute("value") for o in select.locator("option").all()]
             select.select_option(values[(values.index(select.input_value()) + 1) % len(values)])
-        try:
-            page.wait_for_function("() => window.__t1 !== null && window.__t0 !== null", timeout=15_000)
+        try:  # the bound only catches a move that never redraws; speed is make bench's
+            page.wait_for_function("() => window.__t1 !== null && window.__t0 !== null", timeout=RUN_TIMEOUT_MS)
         except Exception as e:
             raise AssertionError(f"{name}: move {len(times) + 1} of {MOVES} ({step if handles.count() else 'menu'}) "
-                                 "brought no new image within 15 s") from e
+                                 f"brought no new image within {RUN_TIMEOUT_MS // 1000} s") from e
         times.append(page.evaluate("() => window.__t1 - window.__t0"))
     image.screenshot(path=str(SHOTS / f"lab_{name}_explorer.png"))
     return times
