@@ -137,18 +137,22 @@ SKIP_CODE_COLOURS = """() => {
 CONTRAST_ONCE_PER_STYLE = """() => {
     const rule = axe._audit.rules.find(r => r.id === 'color-contrast');
     const matches = rule.matches.bind(rule);
-    const once = window.chalkContrastOnce = {seen: new Set(), chains: new Map(), boxes: null};
+    const once = window.chalkContrastOnce = {seen: new Set(), chains: new Map(), numbers: new Map(), boxes: null};
     const paints = (s) => s.backgroundColor !== 'rgba(0, 0, 0, 0)' || s.backgroundImage !== 'none';
     // Where a text's contrast comes from: each box from the element up to the root, by tag, class
     // and what it paints beneath or over the text.
+    // (each chain is numbered: a number stands for the element's boxes, whatever their depth)
     const chain = (el) => {
-        if (!el) return '';
-        if (once.chains.has(el)) return once.chains.get(el);
-        const s = getComputedStyle(el);
-        const own = [el.tagName, el.className?.baseVal ?? el.className, s.backgroundColor, s.backgroundImage,
-                     s.opacity, s.filter, s.mixBlendMode, s.backdropFilter].join(' ');
-        const c = own + '|' + chain(el.parentElement);
-        once.chains.set(el, c);
+        if (!el) return 0;
+        let c = once.chains.get(el);
+        if (c === undefined) {
+            const s = getComputedStyle(el);
+            const own = [el.tagName, el.className?.baseVal ?? el.className, s.backgroundColor, s.backgroundImage,
+                         s.opacity, s.filter, s.mixBlendMode, s.backdropFilter, chain(el.parentElement)].join(' ');
+            c = once.numbers.get(own);
+            if (c === undefined) once.numbers.set(own, c = once.numbers.size + 1);
+            once.chains.set(el, c);
+        }
         return c;
     };
     // A positioned box that paints may lie under (or over) a text it does not contain: such a text
@@ -156,10 +160,11 @@ CONTRAST_ONCE_PER_STYLE = """() => {
     const overlapped = (node) => {
         once.boxes ??= Array.from(document.querySelectorAll('*')).filter((e) => {
             const s = getComputedStyle(e);
-            return s.position !== 'static' && paints(s); }).map((e) => [e, e.getBoundingClientRect()]);
+            return s.position !== 'static' && paints(s); }).map((e) => [e, e.getBoundingClientRect()])
+            .filter(([e, b]) => b.width && b.height);
         const r = node.getBoundingClientRect();
-        return once.boxes.some(([e, b]) => !e.contains(node) && !node.contains(e) && b.width && b.height
-            && r.left < b.right && b.left < r.right && r.top < b.bottom && b.top < r.bottom);
+        return once.boxes.some(([e, b]) => r.left < b.right && b.left < r.right && r.top < b.bottom && b.top < r.bottom
+            && !e.contains(node) && !node.contains(e));
     };
     axe.configure({rules: [{id: 'color-contrast', matches: (node, virtualNode) => {
         const s = getComputedStyle(node);
@@ -185,7 +190,7 @@ def axe_violations(page, context=None, rules=None) -> list[dict]:
         options = {"resultTypes": ["violations"], "runOnly": {"type": "rule", "values": list(rules)}}
     load_axe(page)
     return page.evaluate("""([context, options]) => {
-        if (window.chalkContrastOnce) Object.assign(chalkContrastOnce, {seen: new Set(), chains: new Map(), boxes: null});
+        if (window.chalkContrastOnce) Object.assign(chalkContrastOnce, {seen: new Set(), chains: new Map(), numbers: new Map(), boxes: null});
         return axe.run(context ?? document, options); }""", [context, options])["violations"]
 
 
