@@ -199,6 +199,19 @@ def test_a_notebook_keeps_what_the_site_shows_and_drops_what_only_a_kernel_can_d
     assert all(c.outputs == [] and c.execution_count is None for c in bare.cells if c.cell_type == "code")
 
 
+def test_a_run_is_kept_whole_or_not_at_all(tmp_path, monkeypatch):
+    # A write that fails (a full disk) raises and leaves neither the entry nor its temporary file,
+    # so that no build reads half a run.
+    def failing(obj, f):
+        f.write('{"cells": [')
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(plain.json, "dump", failing)
+    with pytest.raises(OSError, match="No space"):
+        plain.keep(tmp_path / f"nb-{'0' * 24}.json", Run([{}], {}))
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_run_evaluates_each_cell_after_the_cells_above_and_caches_by_notebook_and_library(tmp_path):
     nb = new_notebook(cells=[
         new_code_cell("x_txt, n = 'first', 3\nquote = \"it's\""),
