@@ -1,9 +1,10 @@
 """The chapter modules' generated numeric forms (roofline_numeric, moe_layer_numeric,
-memory_numeric, pipeline_numeric, scaling_numeric, pricing_numeric: plain Python written from each module's ``numeric_forms``) stay
-equal to the SymPy expressions: each file is what its generator writes now, every function gives
-what its expression gives, as a number and over arrays, a few closed forms by hand, and what a
-problem set evaluates through them solves, simplifies and lambdifies nothing (#28: a graded
-notebook's kernel paid 0.3-2.3 CPU-s building them)."""
+memory_numeric, pipeline_numeric, scaling_numeric, pricing_numeric and reversible_numeric: plain
+Python written from each module's ``numeric_forms``) stay equal to the SymPy expressions: each file
+is what its generator writes now, every function gives what its expression gives, as a number and
+over arrays, a few closed forms by hand, and what a problem set evaluates through them solves,
+simplifies and lambdifies nothing (#28: a graded notebook's kernel paid 0.2-2.3 CPU-s building
+them)."""
 import importlib
 import inspect
 import json
@@ -23,6 +24,7 @@ GENERATED = {
     "chalk.pipeline": ("chalk.pipeline_numeric", "numeric_forms", "numeric_source"),
     "chalk.scaling": ("chalk.scaling_numeric", "numeric_forms", "numeric_source"),
     "chalk.pricing": ("chalk.pricing_numeric", "numeric_forms", "numeric_source"),
+    "chalk.reversible": ("chalk.reversible_numeric", "numeric_forms", "numeric_source"),
 }
 
 # MoE's pools of experts are whole and hold at least k experts (n_exp S min(M, E/S) / E >= 8), and
@@ -38,6 +40,7 @@ CHOICES = {
     "chalk.pipeline": ODD,
     "chalk.scaling": {"E_0": [0.37, 1.3], "ell": [2.9, 7.1, 41.0], "*": ODD},  # a target loss above E_0
     "chalk.pricing": ODD,
+    "chalk.reversible": ODD,
 }
 SWEEP = {module: [1.0, 2.0, 4.0, 8.0] for module in GENERATED}
 SWEEP["chalk.roofline"] = {"W": [0.5, 3.0, 5.0, 11.0], "f_att": [0.2, 0.3, 0.7, 1.1], "*": [1.0, 2.0, 4.0, 8.0]}
@@ -62,7 +65,9 @@ def _cases() -> list:
 
 
 def _names(module) -> dict:
-    return {v: n for n, v in vars(importlib.import_module(module)).items() if isinstance(v, sp.Symbol)}
+    """The generator's names for the symbols: the module's own ``_names`` where it has one."""
+    mod = importlib.import_module(module)
+    return mod._names() if hasattr(mod, "_names") else {v: n for n, v in vars(mod).items() if isinstance(v, sp.Symbol)}
 
 
 @pytest.mark.parametrize("module", list(GENERATED))
@@ -108,7 +113,7 @@ def test_closed_forms_by_hand():
 
 
 def test_what_a_problem_set_evaluates_solves_and_lambdifies_nothing():
-    """The calls the problem sets make (chapters 1-6), in a fresh interpreter: before the generated
+    """The calls the problem sets make (all seven chapters), in a fresh interpreter: before the generated
     forms, each module's first call solved, simplified and lambdified (0.3-1.1 s of a kernel's CPU)."""
     code = """
 import json, sympy
@@ -145,6 +150,9 @@ scaling.rl_flops_per_rollout_token(0.3, 0.5)
 from chalk import pricing
 pricing.kv_bytes_from_crossover(100_000, 37e9, 300)
 pricing.decode_mfu_from_prices(1.0, 4.0)
+from chalk import reversible
+reversible.activation_bytes(4096, 4096, 32, "full", heads=32, seq_len=4096, peak=True, vocab=128000)
+reversible.step_overhead("llama-3.1-8b", "block", 4096)
 print(json.dumps(calls))
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

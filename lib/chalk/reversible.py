@@ -157,18 +157,42 @@ _PER_TOKEN = sp.Dummy("kept_per_width")
 
 @_derived
 def _numeric():
-    """Vectorised NumPy versions of the memory and FLOP formulas."""
+    """Vectorised NumPy versions of the memory and FLOP formulas: ``reversible_numeric``'s, written
+    from ``numeric_forms``."""
+    from . import reversible_numeric
+    return reversible_numeric.numeric
+
+
+def numeric_forms() -> dict:
+    """The expressions ``numeric`` evaluates, each with its arguments in order, under the one name
+    ``numeric`` of ``reversible_numeric.py``. A function, not a table: building the memory forms
+    is what the generated file spares a kernel."""
     kept, _, peak = _memory_forms(_PER_TOKEN * d_model)
     args = _ACT_ARGS + (_PER_TOKEN,)
-    out = {f"activation_bytes_{p}": sp.lambdify(args, e) for p, e in kept.items()}
-    out |= {f"activation_peak_{p}": sp.lambdify(args + (n_vocab, b_logit), e) for p, e in peak.items()}
-    out["gpt_per_width"] = sp.lambdify(b_act, sp.cancel(KEPT_PER_TOKEN / d_model))
+    out = {f"activation_bytes_{p}": (args, e) for p, e in kept.items()}
+    out |= {f"activation_peak_{p}": (args + (n_vocab, b_logit), e) for p, e in peak.items()}
+    out["gpt_per_width"] = ((b_act,), sp.cancel(KEPT_PER_TOKEN / d_model))
     attention = (N_act, n_layers, n_heads, d_head, L)
-    out["selective_overhead"] = sp.lambdify(attention, SELECTIVE_RECOMPUTE_OVERHEAD)
-    out |= {f"step_overhead_{p}": sp.lambdify(attention, e) for p, e in STEP_OVERHEAD.items()}
-    out["score_elements"] = sp.lambdify((n_tok, n_heads, L), SCORE_ELEMENTS)
-    out |= {f"training_flops_{p}": sp.lambdify((N_act, D), e) for p, e in TRAINING_FLOPS_BY_POLICY.items()}
-    return out
+    out["selective_overhead"] = (attention, SELECTIVE_RECOMPUTE_OVERHEAD)
+    out |= {f"step_overhead_{p}": (attention, e) for p, e in STEP_OVERHEAD.items()}
+    out["score_elements"] = ((n_tok, n_heads, L), SCORE_ELEMENTS)
+    out |= {f"training_flops_{p}": ((N_act, D), e) for p, e in TRAINING_FLOPS_BY_POLICY.items()}
+    return {"numeric": out}
+
+
+def numeric_source() -> str:
+    """The text of ``reversible_numeric.py``; keeping the file equal to it is a test."""
+    from .catalog.model_formulas import python_source
+    return python_source(numeric_forms(), _names(), [
+        "The formulas ``chalk.reversible`` evaluates as numbers (``chalk.reversible.numeric_forms``), as",
+        "plain Python, so that a kernel evaluates them without lambdifying. Written by",
+        "``python -m chalk.reversible``; do not edit: a test keeps it equal to the formulas."])
+
+
+def _names() -> dict:
+    """Each symbol of this module by its name here, for the generated file's arguments."""
+    names = {value: name for name, value in globals().items() if isinstance(value, sp.Symbol)}
+    return names | {_PER_TOKEN: "kept_per_width"}
 
 
 __getattr__, __dir__ = _derived.module_getattr, _derived.module_dir
@@ -844,3 +868,10 @@ def store_or_recompute(model: str, chip: str) -> dict[str, dict[str, float]]:
     acts = 2 * layer_kept_per_width(model, 2) * m.d_model * m.n_layers / hw.hbm_bandwidth
     return {"kv cache": {"store": kv, "recompute": recompute},
             "activations": {"store": acts, "recompute": recompute}}
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+
+    from .catalog.model_formulas import write_numeric
+    write_numeric(numeric_source(), Path(__file__).with_name("reversible_numeric.py"))

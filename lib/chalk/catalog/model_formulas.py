@@ -137,6 +137,8 @@ def python_source(numeric: dict, names: dict, doc: list[str], helpers: dict | No
         def _print_Symbol(self, expr):
             return names[expr]
 
+        _print_Dummy = _print_Symbol
+
         def _print_Min(self, expr):
             return f"minimum({', '.join(self._print(a) for a in expr.args)})"
 
