@@ -15,6 +15,7 @@ import pytest
 from chalk.catalog import hardware
 from chalk.figures import canvas
 from conftest import ROOT, SHOTS, focus_ring_problem, focus_style
+from test_twins import check_keyboard, check_twin, pages_with_twins
 
 VIEWPORTS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
 PHONE = VIEWPORTS["phone"]
@@ -240,6 +241,26 @@ def chapter_3_one_microbatch(page):
     return root.locator(".chalk-twin-readout").inner_text()
 
 
+def twins_respond(page):
+    """Every twin on the page driven as test_twins.py drives one: with the keyboard alone
+    (check_keyboard), then every control with the mouse (check_twin); its JupyterLab note hidden
+    and its text left to the twin (not typeset by MathJax). What is wrong, per twin, and how many."""
+    where = "/".join(page.url.rsplit("/", 2)[-2:])
+    twins, problems = page.locator(".chalk-twin"), []
+    for k in range(twins.count()):
+        root, name = twins.nth(k), f"{where} twin {k}"
+        root.scroll_into_view_if_needed()
+        try:
+            assert root.locator(".chalk-twin-note").is_hidden(), f"{name}: the JupyterLab note shows"
+            assert root.locator("mjx-container").count() == 0, f"{name}: MathJax typeset the twin's text"
+            check_keyboard(page, root, name)
+            check_twin(root, name)
+        except AssertionError as e:
+            problems.append(str(e))
+        root.screenshot(path=str(SHOTS / f"twin_{where.split('/')[-1].replace('.html', '')}_{k}.png"))
+    return {"twins": twins.count(), "problems": problems}
+
+
 def script(js):
     return lambda page: page.evaluate(js)
 
@@ -280,6 +301,7 @@ PROBES = [  # (what, at which widths, on which pages, how): run in this order, t
     ("twin text outside", DESKTOP, is_chapter, script(TWIN_TEXT_OUTSIDE)),
     ("chapter 1 readouts", DESKTOP, only("notebooks/01_batching.html"), chapter_1_readouts),
     ("chapter 3 one micro-batch", DESKTOP, only("notebooks/03_pipelining.html"), chapter_3_one_microbatch),
+    ("twins respond", DESKTOP, is_chapter, twins_respond),
 ]
 
 
@@ -539,6 +561,18 @@ def test_no_twin_text_runs_off_its_panel(desktop):
     assert sum(r["views"] for r in read.values()), "no twin found on the chapter pages"
     problems = [f"{rel_path} {o}" for rel_path, r in read.items() for o in r["outside"]]
     assert not problems, "\n".join(problems[:20])
+
+
+def test_every_twin_responds_to_every_control(desktop, built_site):
+    """Every twin of every page that has one (test_twins.py's checks, run in the crawl): each control
+    changes the drawing or the readout, with the mouse and from the keyboard alone, with a visible
+    focus ring, and the panels keep their words for a screen reader."""
+    read = found(desktop, "twins respond")
+    with_twins = {p.relative_to(built_site).as_posix() for p in pages_with_twins(built_site)}
+    assert with_twins and with_twins <= {rel_path for rel_path, r in read.items() if r["twins"]}, \
+        f"pages with twins not driven: {sorted(with_twins - set(read))}"
+    problems = [problem for r in read.values() for problem in r["problems"]]
+    assert not problems, "\n".join(problems)
 
 
 @pytest.mark.parametrize("viewport", VIEWPORTS)

@@ -1,8 +1,9 @@
 """Every static twin on every built page, read in a real browser: each control changes the drawing
 or the readout, with the mouse and with the keyboard alone (Tab to each control, arrow keys to move
 it, a visible focus ring), the words a screen reader gets follow the drawing, and nothing is left
-blank. Series sharing a chart differ by their dashes, not only by colour. A fixture twin covers
-the shapes path (Gantt charts, racks).
+blank. The checks are here (check_keyboard, check_twin); test_reader.py's crawl runs them on every
+page with a twin, which it opens anyway. Series sharing a chart differ by their dashes, not only by
+colour. A fixture twin covers the shapes path (Gantt charts, racks), and shows each check fails.
 
 Runs on the site conftest's ``built_site`` builds (ROOT/_build/html), or on the one CHALK_SITE
 names; screenshots land in the screenshots folder beside it.
@@ -199,26 +200,6 @@ def test_twin_pages_load_the_shared_script_once(built_site):
         assert "function setup(root" not in html, f"{page}: the drawing code is inlined"
 
 
-def test_every_twin_responds_to_every_control(built_site, chromium_browser):
-    checked = 0
-    for path in pages_with_twins(built_site):
-        page, refused = open_offline(chromium_browser, path.as_uri())
-        twins = page.locator(".chalk-twin")
-        for k in range(twins.count()):
-            root = twins.nth(k)
-            root.scroll_into_view_if_needed()
-            name = f"{path.relative_to(built_site)} twin {k}"
-            assert root.locator(".chalk-twin-note").is_hidden(), f"{name}: the JupyterLab note shows"
-            assert root.locator("mjx-container").count() == 0, f"{name}: MathJax typeset the twin's text"
-            check_keyboard(page, root, name)
-            check_twin(root, name)
-            root.screenshot(path=str(SHOTS / f"twin_{path.stem}_{k}.png"))
-            checked += 1
-        assert not [u for u in refused if u.startswith("http")], refused
-        page.context.close()
-    assert checked >= 1
-
-
 def gantt_view(stages, shift):
     """A pipeline schedule as rectangles, one frame per slider stop: micro-batches move right."""
     frames = []
@@ -232,19 +213,36 @@ def gantt_view(stages, shift):
             "readout": {"pick": [0, 0, 1], "values": {"bubble": [0.5, 0.25, None]}, "constants": {"stages": stages}}}
 
 
-@pytest.fixture
-def shapes_twin_page(tmp_path):
+def shapes_page(path, views, templates):
+    """A page holding one shapes twin: a menu of stages (2 or 4) and a slider of three steps."""
     data = twin.twin_data(
         controls=[twin.select("stages", "stages", [("2", "2 stages"), ("4", "4 stages")]),
                   twin.slider("step", "step", [1, 2, 3], 1)],
         panels=[twin.shapes("pipeline schedule", 400, 160)],
-        styles={}, legend=[],
-        templates=["{stages} stages, step {step}: bubble {bubble}", "!{stages} stages: done"],
-        views={"2": gantt_view(2, 1), "4": gantt_view(4, 1)})
-    page = tmp_path / "shapes.html"
-    page.write_text(f'<!doctype html><html><head><script src="{twin.SCRIPT.as_uri()}"></script></head>'
+        styles={}, legend=[], templates=templates, views=views)
+    path.write_text(f'<!doctype html><html><head><script src="{twin.SCRIPT.as_uri()}"></script></head>'
                     f'<body>{twin.twin_html(data)}</body></html>')
-    return page
+    return path
+
+
+@pytest.fixture
+def shapes_twin_page(tmp_path):
+    return shapes_page(tmp_path / "shapes.html", {"2": gantt_view(2, 1), "4": gantt_view(4, 1)},
+                       ["{stages} stages, step {step}: bubble {bubble}", "!{stages} stages: done"])
+
+
+def test_a_control_that_changes_nothing_is_reported(tmp_path, chromium_browser):
+    """The stages menu of a twin whose two views are the same, and whose readout does not name the
+    stages, changes nothing: moved with the mouse or with an arrow key, it is reported."""
+    dead = shapes_page(tmp_path / "dead.html", {"2": gantt_view(2, 1), "4": gantt_view(2, 1)},
+                       ["step {step}: bubble {bubble}", "!done"])
+    page, _ = open_offline(chromium_browser, dead.as_uri())
+    root = page.locator(".chalk-twin")
+    with pytest.raises(AssertionError, match="stages = 4 changed nothing"):
+        check_twin(root, "dead menu")
+    with pytest.raises(AssertionError, match=r"control 0 \(chalk-twin-stages\): an arrow key changed nothing"):
+        check_keyboard(page, root, "dead menu")
+    page.context.close()
 
 
 def test_shapes_twin_draws_and_switches_frames(shapes_twin_page, chromium_browser):
