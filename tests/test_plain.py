@@ -234,3 +234,11 @@ def test_run_evaluates_each_cell_after_the_cells_above_and_caches_by_notebook_an
     assert plain.run(nb, tmp_path, tmp_path, name="nb", library="one").cells[3] == {"values": {"x_txt": "'from the cache'"}}
     with pytest.raises(PlainError, match=r"bad, cell 0: \{eval\}`nope` failed: NameError"):
         plain.run(new_notebook(cells=[new_markdown_cell("{eval}`nope`")]), tmp_path, name="bad")
+
+
+def test_the_library_digest_follows_the_installed_packages(monkeypatch):
+    import numpy
+    assert f"numpy=={numpy.__version__}" in plain.environment().splitlines()
+    before = plain.library_digest()
+    monkeypatch.setattr(plain, "environment", lambda: f"numpy=={numpy.__version__}.post1")
+    assert plain.library_digest() != before  # an upgraded package runs every page again

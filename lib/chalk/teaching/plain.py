@@ -394,10 +394,19 @@ checks, the only cells that read a key, ship no output. So a new chapter's key o
 other notebooks' runs valid."""
 
 
+def environment() -> str:
+    """The installed distributions with their versions, one per line: a run's outputs depend on
+    them too (another Matplotlib draws other bytes), so after an upgrade every page runs again."""
+    from importlib import metadata
+
+    return "\n".join(sorted({f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions()
+                              if d.metadata["Name"]}))
+
+
 def library_digest(root: Path = ROOT) -> str:
     """A hash of what a notebook's run depends on besides the notebook: ``lib/chalk``'s code and
-    catalog data (less ``NOT_RUN``) and the Python version."""
-    digest = hashlib.sha256(f"{CACHE_FORMAT}\n{sys.version}".encode())
+    catalog data (less ``NOT_RUN``), the Python version and the installed packages (``environment``)."""
+    digest = hashlib.sha256(f"{CACHE_FORMAT}\n{sys.version}\n{environment()}".encode())
     lib = root / "lib" / "chalk"
     for path in sorted(p for p in lib.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
         name = path.relative_to(lib).as_posix()
