@@ -235,16 +235,11 @@ def numeric_forms() -> dict:
 
 def numeric_source() -> str:
     """The text of ``memory_numeric.py``; keeping the file equal to it is a test."""
-    from .catalog.model_formulas import python_source
-    return python_source(numeric_forms(), _names(), [
-        "The formulas ``chalk.memory`` evaluates as numbers (``chalk.memory.numeric_forms``), as plain",
-        "Python, so that a kernel evaluates them without solving or lambdifying. Written by",
-        "``python -m chalk.memory``; do not edit: a test keeps it equal to the formulas."])
-
-
-def _names() -> dict:
-    """Each symbol of this module by its name here (``N_tot``), for the generated file's arguments."""
-    return {value: name for name, value in globals().items() if isinstance(value, sp.Symbol)}
+    from .catalog.model_formulas import generated_source, symbol_names
+    return generated_source("chalk.memory", numeric_forms(), symbol_names(globals()),
+                            "The formulas ``chalk.memory`` evaluates as numbers "
+                            "(``chalk.memory.numeric_forms``), as plain Python, so that a kernel "
+                            "evaluates them without solving or lambdifying.")
 
 
 __getattr__, __dir__ = _derived.module_getattr, _derived.module_dir
@@ -642,7 +637,5 @@ def fewest_chips_to_train(model, chip, recipe="zero-mixed-adam", headroom=roofli
 
 
 if __name__ == "__main__":
-    from pathlib import Path
-
     from .catalog.model_formulas import write_numeric
-    write_numeric(numeric_source(), Path(__file__).with_name("memory_numeric.py"))
+    write_numeric(numeric_source(), __file__, "memory_numeric.py")

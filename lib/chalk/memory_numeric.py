@@ -1,6 +1,6 @@
 """The formulas ``chalk.memory`` evaluates as numbers (``chalk.memory.numeric_forms``), as plain
-Python, so that a kernel evaluates them without solving or lambdifying. Written by
-``python -m chalk.memory``; do not edit: a test keeps it equal to the formulas.
+Python, so that a kernel evaluates them without solving or lambdifying. Written by ``python -m
+chalk.memory``; do not edit: a test keeps it equal to the formulas.
 """
 
 

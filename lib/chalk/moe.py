@@ -893,31 +893,24 @@ NUMERIC = {"EXPERTS_PER_CHIP": experts_per_chip_expr, "MAX_TOTAL_PARAMS": max_to
 
 def numeric_source() -> str:
     """The text of ``catalog/moe_numeric.py``; keeping the file equal to it is a test."""
-    from .catalog.model_formulas import python_source
-    return python_source(NUMERIC, _names(), [
-        "The formulas of ``chalk.moe`` that the catalog's tables evaluate, as plain Python, so that",
-        "``python -m chalk list deployments`` needs no SymPy. Written by ``python -m chalk.moe``; do not",
-        "edit: a test keeps it equal to the formulas."])
+    from .catalog.model_formulas import generated_source, symbol_names
+    return generated_source("chalk.moe", NUMERIC, symbol_names(globals()),
+                            "The formulas of ``chalk.moe`` that the catalog's tables evaluate, as "
+                            "plain Python, so that ``python -m chalk list deployments`` needs no "
+                            "SymPy.")
 
 
 def layer_numeric_source() -> str:
     """The text of ``moe_layer_numeric.py``; keeping the file equal to it is a test."""
-    from .catalog.model_formulas import python_source
-    return python_source(layer_numeric_forms(), _names(), [
-        "The formulas of an MoE layer ``chalk.moe`` evaluates as numbers (``chalk.moe.layer_numeric_forms``),",
-        "as plain Python, so that a kernel evaluates them without simplifying or lambdifying. Written by",
-        "``python -m chalk.moe``; do not edit: a test keeps it equal to the formulas."],
-        helpers={"binomial": "from .moe import _binomial as binomial"})
-
-
-def _names() -> dict:
-    """Each symbol of this module by its name here (``n_exp``), for the generated files' arguments."""
-    return {value: name for name, value in globals().items() if isinstance(value, sp.Symbol)}
+    from .catalog.model_formulas import generated_source, symbol_names
+    return generated_source("chalk.moe", layer_numeric_forms(), symbol_names(globals()),
+                            "The formulas of an MoE layer ``chalk.moe`` evaluates as numbers "
+                            "(``chalk.moe.layer_numeric_forms``), as plain Python, so that a kernel"
+                            " evaluates them without simplifying or lambdifying.",
+                            {"binomial": "from .moe import _binomial as binomial"})
 
 
 if __name__ == "__main__":
-    from pathlib import Path
-
     from .catalog.model_formulas import write_numeric
-    write_numeric(numeric_source(), Path(__file__).with_name("catalog") / "moe_numeric.py")
-    write_numeric(layer_numeric_source(), Path(__file__).with_name("moe_layer_numeric.py"))
+    write_numeric(numeric_source(), __file__, "catalog/moe_numeric.py")
+    write_numeric(layer_numeric_source(), __file__, "moe_layer_numeric.py")

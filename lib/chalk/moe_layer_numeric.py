@@ -1,6 +1,7 @@
-"""The formulas of an MoE layer ``chalk.moe`` evaluates as numbers (``chalk.moe.layer_numeric_forms``),
-as plain Python, so that a kernel evaluates them without simplifying or lambdifying. Written by
-``python -m chalk.moe``; do not edit: a test keeps it equal to the formulas.
+"""The formulas of an MoE layer ``chalk.moe`` evaluates as numbers
+(``chalk.moe.layer_numeric_forms``), as plain Python, so that a kernel evaluates them without
+simplifying or lambdifying. Written by ``python -m chalk.moe``; do not edit: a test keeps it equal
+to the formulas.
 """
 from numpy import ceil, minimum
 from .moe import _binomial as binomial

@@ -804,16 +804,13 @@ def numeric_forms() -> dict:
 
 def numeric_source() -> str:
     """The text of ``pipeline_numeric.py``; keeping the file equal to it is a test."""
-    from .catalog.model_formulas import python_source
-    names = {value: name for name, value in globals().items() if isinstance(value, sp.Symbol)}
-    return python_source(numeric_forms(), names, [
-        "The formulas ``chalk.pipeline`` evaluates as numbers (``chalk.pipeline.numeric_forms``), as",
-        "plain Python with t_F = 1, so that a kernel evaluates them without solving or lambdifying.",
-        "Written by ``python -m chalk.pipeline``; do not edit: a test keeps it equal to the formulas."])
+    from .catalog.model_formulas import generated_source, symbol_names
+    return generated_source("chalk.pipeline", numeric_forms(), symbol_names(globals()),
+                            "The formulas ``chalk.pipeline`` evaluates as numbers "
+                            "(``chalk.pipeline.numeric_forms``), as plain Python with t_F = 1, so "
+                            "that a kernel evaluates them without solving or lambdifying.")
 
 
 if __name__ == "__main__":
-    from pathlib import Path
-
     from .catalog.model_formulas import write_numeric
-    write_numeric(numeric_source(), Path(__file__).with_name("pipeline_numeric.py"))
+    write_numeric(numeric_source(), __file__, "pipeline_numeric.py")

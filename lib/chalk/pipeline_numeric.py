@@ -1,6 +1,6 @@
-"""The formulas ``chalk.pipeline`` evaluates as numbers (``chalk.pipeline.numeric_forms``), as
-plain Python with t_F = 1, so that a kernel evaluates them without solving or lambdifying.
-Written by ``python -m chalk.pipeline``; do not edit: a test keeps it equal to the formulas.
+"""The formulas ``chalk.pipeline`` evaluates as numbers (``chalk.pipeline.numeric_forms``), as plain
+Python with t_F = 1, so that a kernel evaluates them without solving or lambdifying. Written by
+``python -m chalk.pipeline``; do not edit: a test keeps it equal to the formulas.
 """
 from numpy import maximum
 

@@ -901,16 +901,13 @@ def numeric_forms() -> dict:
 
 def numeric_source() -> str:
     """The text of ``pricing_numeric.py``; keeping the file equal to it is a test."""
-    from .catalog.model_formulas import python_source
-    names = {value: name for name, value in globals().items() if isinstance(value, sp.Symbol)}
-    return python_source(numeric_forms(), names, [
-        "The formulas ``chalk.pricing`` evaluates as numbers (``chalk.pricing.numeric_forms``), as plain",
-        "Python, so that a kernel evaluates them without solving or lambdifying. Written by",
-        "``python -m chalk.pricing``; do not edit: a test keeps it equal to the formulas."])
+    from .catalog.model_formulas import generated_source, symbol_names
+    return generated_source("chalk.pricing", numeric_forms(), symbol_names(globals()),
+                            "The formulas ``chalk.pricing`` evaluates as numbers "
+                            "(``chalk.pricing.numeric_forms``), as plain Python, so that a kernel "
+                            "evaluates them without solving or lambdifying.")
 
 
 if __name__ == "__main__":
-    from pathlib import Path
-
     from .catalog.model_formulas import write_numeric
-    write_numeric(numeric_source(), Path(__file__).with_name("pricing_numeric.py"))
+    write_numeric(numeric_source(), __file__, "pricing_numeric.py")

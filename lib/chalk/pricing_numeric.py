@@ -1,6 +1,6 @@
 """The formulas ``chalk.pricing`` evaluates as numbers (``chalk.pricing.numeric_forms``), as plain
-Python, so that a kernel evaluates them without solving or lambdifying. Written by
-``python -m chalk.pricing``; do not edit: a test keeps it equal to the formulas.
+Python, so that a kernel evaluates them without solving or lambdifying. Written by ``python -m
+chalk.pricing``; do not edit: a test keeps it equal to the formulas.
 """
 from numpy import log, minimum
 

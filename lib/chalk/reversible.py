@@ -182,17 +182,17 @@ def numeric_forms() -> dict:
 
 def numeric_source() -> str:
     """The text of ``reversible_numeric.py``; keeping the file equal to it is a test."""
-    from .catalog.model_formulas import python_source
-    return python_source(numeric_forms(), _names(), [
-        "The formulas ``chalk.reversible`` evaluates as numbers (``chalk.reversible.numeric_forms``), as",
-        "plain Python, so that a kernel evaluates them without lambdifying. Written by",
-        "``python -m chalk.reversible``; do not edit: a test keeps it equal to the formulas."])
+    from .catalog.model_formulas import generated_source
+    return generated_source("chalk.reversible", numeric_forms(), _names(),
+                            "The formulas ``chalk.reversible`` evaluates as numbers "
+                            "(``chalk.reversible.numeric_forms``), as plain Python, so that a "
+                            "kernel evaluates them without lambdifying.")
 
 
 def _names() -> dict:
     """Each symbol of this module by its name here, for the generated file's arguments."""
-    names = {value: name for name, value in globals().items() if isinstance(value, sp.Symbol)}
-    return names | {_PER_TOKEN: "kept_per_width"}
+    from .catalog.model_formulas import symbol_names
+    return symbol_names(globals()) | {_PER_TOKEN: "kept_per_width"}
 
 
 __getattr__, __dir__ = _derived.module_getattr, _derived.module_dir
@@ -871,7 +871,5 @@ def store_or_recompute(model: str, chip: str) -> dict[str, dict[str, float]]:
 
 
 if __name__ == "__main__":
-    from pathlib import Path
-
     from .catalog.model_formulas import write_numeric
-    write_numeric(numeric_source(), Path(__file__).with_name("reversible_numeric.py"))
+    write_numeric(numeric_source(), __file__, "reversible_numeric.py")

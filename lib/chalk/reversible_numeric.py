@@ -1,6 +1,6 @@
 """The formulas ``chalk.reversible`` evaluates as numbers (``chalk.reversible.numeric_forms``), as
-plain Python, so that a kernel evaluates them without lambdifying. Written by
-``python -m chalk.reversible``; do not edit: a test keeps it equal to the formulas.
+plain Python, so that a kernel evaluates them without lambdifying. Written by ``python -m
+chalk.reversible``; do not edit: a test keeps it equal to the formulas.
 """
 
 

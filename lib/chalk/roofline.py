@@ -151,16 +151,11 @@ def numeric_forms() -> dict:
 
 def numeric_source() -> str:
     """The text of ``roofline_numeric.py``; keeping the file equal to it is a test."""
-    from .catalog.model_formulas import python_source
-    return python_source(numeric_forms(), _names(), [
-        "The formulas ``chalk.roofline`` evaluates as numbers (``chalk.roofline.numeric_forms``), as",
-        "plain Python, so that a kernel evaluates them without solving or lambdifying. Written by",
-        "``python -m chalk.roofline``; do not edit: a test keeps it equal to the formulas."])
-
-
-def _names() -> dict:
-    """Each symbol of this module by its name here (``N_act``), for the generated file's arguments."""
-    return {value: name for name, value in globals().items() if isinstance(value, sp.Symbol)}
+    from .catalog.model_formulas import generated_source, symbol_names
+    return generated_source("chalk.roofline", numeric_forms(), symbol_names(globals()),
+                            "The formulas ``chalk.roofline`` evaluates as numbers "
+                            "(``chalk.roofline.numeric_forms``), as plain Python, so that a kernel "
+                            "evaluates them without solving or lambdifying.")
 
 
 __getattr__, __dir__ = _derived.module_getattr, _derived.module_dir
@@ -600,7 +595,5 @@ def replica_params(chip, model, dtype="bf16", chips=1, kv_bytes_per_element=2, c
 
 
 if __name__ == "__main__":
-    from pathlib import Path
-
     from .catalog.model_formulas import write_numeric
-    write_numeric(numeric_source(), Path(__file__).with_name("roofline_numeric.py"))
+    write_numeric(numeric_source(), __file__, "roofline_numeric.py")

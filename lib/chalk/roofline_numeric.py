@@ -1,6 +1,6 @@
-"""The formulas ``chalk.roofline`` evaluates as numbers (``chalk.roofline.numeric_forms``), as
-plain Python, so that a kernel evaluates them without solving or lambdifying. Written by
-``python -m chalk.roofline``; do not edit: a test keeps it equal to the formulas.
+"""The formulas ``chalk.roofline`` evaluates as numbers (``chalk.roofline.numeric_forms``), as plain
+Python, so that a kernel evaluates them without solving or lambdifying. Written by ``python -m
+chalk.roofline``; do not edit: a test keeps it equal to the formulas.
 """
 from numpy import maximum
 

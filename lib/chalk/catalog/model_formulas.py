@@ -175,11 +175,29 @@ def python_source(numeric: dict, names: dict, doc: list[str], helpers: dict | No
     return "\n".join(lines) + "\n"
 
 
-def write_numeric(source: str, target) -> None:
-    """Write a generated module's ``source`` to ``target`` (a module's ``__main__``)."""
+def symbol_names(namespace: dict) -> dict:
+    """Each SymPy symbol of a module's ``globals()`` by its name there (``N_act``): a generated
+    file's functions take the names the module gives its symbols."""
+    return {value: name for name, value in namespace.items() if isinstance(value, sp.Symbol)}
+
+
+def generated_source(module: str, forms: dict, names: dict, about: str, helpers: dict | None = None) -> str:
+    """The text of a generated numeric file of ``module`` (its dotted name): ``python_source`` of
+    ``forms``, under a docstring that says ``about`` and how the file is written."""
+    import textwrap
+
+    doc = textwrap.wrap(f"{about} Written by ``python -m {module}``; do not edit: a test keeps it equal to "
+                        "the formulas.", 100, initial_indent='"""', break_on_hyphens=False, break_long_words=False)
+    return python_source(forms, names, [doc[0].removeprefix('"""'), *doc[1:]], helpers)
+
+
+def write_numeric(source: str, beside: str, name: str) -> None:
+    """Write a generated file's ``source`` to ``name`` (a path relative to the folder of the file
+    ``beside``: the module's ``__main__`` passes its ``__file__``)."""
     from pathlib import Path
 
-    Path(target).write_text(source, encoding="utf-8")
+    target = Path(beside).parent / name
+    target.write_text(source, encoding="utf-8")
     print(f"wrote {target}")
 
 
@@ -187,14 +205,10 @@ def numeric_source() -> str:
     """The text of ``model_numeric.py``: every formula of ``NUMERIC`` as a function whose arguments
     are its symbols' names in this module (``d_model``, ``n_kv``). Keeping the file equal to this
     text is a test."""
-    names = {value: name for name, value in globals().items() if isinstance(value, sp.Symbol)}
-    return python_source(NUMERIC, names, [
-        "The formulas of ``model_formulas`` as plain Python, so that a catalog entry's parameters,",
-        "KV-cache bytes and FLOPs are evaluated without SymPy. Written by",
-        "``python -m chalk.catalog.model_formulas``; do not edit: a test keeps it equal to the formulas."])
+    return generated_source("chalk.catalog.model_formulas", NUMERIC, symbol_names(globals()),
+                            "The formulas of ``model_formulas`` as plain Python, so that a catalog entry's "
+                            "parameters, KV-cache bytes and FLOPs are evaluated without SymPy.")
 
 
 if __name__ == "__main__":
-    from pathlib import Path
-
-    write_numeric(numeric_source(), Path(__file__).with_name("model_numeric.py"))
+    write_numeric(numeric_source(), __file__, "model_numeric.py")

@@ -1,6 +1,6 @@
 """The formulas of ``model_formulas`` as plain Python, so that a catalog entry's parameters,
-KV-cache bytes and FLOPs are evaluated without SymPy. Written by
-``python -m chalk.catalog.model_formulas``; do not edit: a test keeps it equal to the formulas.
+KV-cache bytes and FLOPs are evaluated without SymPy. Written by ``python -m
+chalk.catalog.model_formulas``; do not edit: a test keeps it equal to the formulas.
 """
 from numpy import minimum
 

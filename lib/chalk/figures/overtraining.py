@@ -471,16 +471,11 @@ def numeric_forms() -> dict:
 
 def numeric_source() -> str:
     """The text of ``overtraining_numeric.py``; keeping the file equal to it is a test."""
-    from ..catalog.model_formulas import python_source
-    names = {value: name for name, value in globals().items() if isinstance(value, sp.Symbol)}
-    return python_source(numeric_forms(), names, [
-        "The closed forms Chapter 5's figures draw (``chalk.figures.overtraining.numeric_forms``), as",
-        "plain Python, so that importing the figures solves and lambdifies nothing. Written by",
-        "``python -m chalk.figures.overtraining``; do not edit: a test keeps it equal to the formulas."])
+    from ..catalog.model_formulas import generated_source, symbol_names
+    return generated_source("chalk.figures.overtraining", numeric_forms(), symbol_names(globals()),
+                            "The closed forms Chapter 5's figures draw (``chalk.figures.overtraining.numeric_forms``), as plain Python, so that importing the figures solves and lambdifies nothing.")
 
 
 if __name__ == "__main__":
-    from pathlib import Path
-
     from ..catalog.model_formulas import write_numeric
-    write_numeric(numeric_source(), Path(__file__).with_name("overtraining_numeric.py"))
+    write_numeric(numeric_source(), __file__, "overtraining_numeric.py")

@@ -1,6 +1,6 @@
 """The closed forms Chapter 5's figures draw (``chalk.figures.overtraining.numeric_forms``), as
-plain Python, so that importing the figures solves and lambdifies nothing. Written by
-``python -m chalk.figures.overtraining``; do not edit: a test keeps it equal to the formulas.
+plain Python, so that importing the figures solves and lambdifies nothing. Written by ``python -m
+chalk.figures.overtraining``; do not edit: a test keeps it equal to the formulas.
 """
 
 
