@@ -38,8 +38,7 @@ NO_SITE_LONG = ("test_lab.py", "test_student_edition.py", "test_student_venv.py"
                 "test_problem_keys.py", "test_explorer.py")
 """The longest files that need no site, longest first: the workers start on them, then go through
 the other files that need none, while the site builds in a third process."""
-SITE_LONG = ("test_a11y.py", "test_reader.py", "test_instructors_guide.py", "test_answers_not_printed.py",
-             "test_site.py", "test_twins.py")
+SITE_LONG = ("test_reader.py", "test_a11y.py", "test_instructors_guide.py", "test_answers_not_printed.py")
 """The files that read the site, longest first, then the other files that read it: last, so the site
 is most likely built when a worker reaches them, and split in units (SPLIT) so the ends even out."""
 SPLIT = {"test_lab.py": ("lab",), "test_a11y.py": ("chunk",), "test_reader.py": ("viewport", "desktop", "phone")}
