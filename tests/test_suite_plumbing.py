@@ -41,11 +41,11 @@ def test_long_files_go_first_and_each_file_is_one_unit_unless_split(monkeypatch)
     conftest.pytest_collection_modifyitems(None, items)
     # the long files that need no site, the short ones, the site's long readers, the short readers
     assert [i.name for i in items] == ["test_lab.py", "test_lab.py", "test_student_edition.py", "test_calculator.py",
-                                       "test_a11y.py", "test_a11y.py", "test_reader.py", "test_reader.py",
-                                       "test_reader.py", "test_site.py", "test_zz.py"]
+                                       "test_reader.py", "test_reader.py", "test_reader.py", "test_a11y.py",
+                                       "test_a11y.py", "test_site.py", "test_zz.py"]
     assert [conftest.work_unit(i) for i in items] == [
         "test_lab.py[student]", "test_lab.py[source]", "test_student_edition.py", "test_calculator.py",
-        "test_a11y.py[1]", "test_a11y.py", "test_reader.py[phone]", "test_reader.py[phone]", "test_reader.py",
+        "test_reader.py[phone]", "test_reader.py[phone]", "test_reader.py", "test_a11y.py[1]", "test_a11y.py",
         "test_site.py", "test_zz.py"]
     assert started == [True]  # a collected test reads the site: its build starts now
     started.clear()
