@@ -17,8 +17,8 @@ $(STAMP): requirements.txt lib/pyproject.toml
 
 # STUDENT=1 builds a class site without solutions into _build/html-student: the problem sets are
 # read as their student editions (chalk.teaching.class_site); after `make book` only they are
-# read again, and run only if `make student` has not run them (chalk.teaching.shared_runs: the site
-# and the edition share each page's run). The default site and _build/html stay as they are.
+# read and run again (their runs are kept for `make student`: chalk.teaching.shared_runs).
+# The default site and _build/html stay as they are.
 book: $(STAMP)
 ifeq ($(STUDENT),1)
 	$(BIN)/python -m chalk.teaching.class_site _build/html-student

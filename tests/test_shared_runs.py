@@ -17,6 +17,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import yaml
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from chalk.teaching import class_site, edition, plain, shared_runs
@@ -189,3 +190,9 @@ def test_only_the_editions_pages_are_shared(monkeypatch):
     assert shared_runs.edition_page(ROOT / "book" / "glossary.md", ROOT) is None
     monkeypatch.setenv(class_site.ENV, "1")
     assert shared_runs.edition_page(problems, ROOT) == (edition.student_problem_set(problems), "exercises-01_batching")
+    # a problem set's run is kept for the edition but never shown: its key leaves out the checks it imports
+    assert shared_runs.may_show(chapter, ROOT) and not shared_runs.may_show(problems, ROOT)
+
+
+def test_the_editions_cells_have_the_sites_time_limit():
+    assert plain.cell_timeout() == yaml.safe_load((ROOT / "_config.yml").read_text())["execute"]["timeout"]

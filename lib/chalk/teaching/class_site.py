@@ -7,9 +7,9 @@ The build reads the repository's own sources; this module, a Sphinx extension li
 ``_config.yml``, hands Sphinx the student edition (``edition.student_problem_set``) of each problem
 set in place of the file when ``CHALK_CLASS_SITE=1`` and does nothing otherwise. The chapters are the
 same on both sites, so when the default site has been built (``make book``) since the library last
-changed, its environment is copied and only the problem sets are read again: seven kernels instead of
-every page's, and none for a problem set whose student edition the edition has run (``make
-student``): the build shows that run (``chalk.teaching.shared_runs``).
+changed, its environment is copied and only the problem sets are read and run again: seven kernels
+instead of every page's. Their runs are kept for the edition (``chalk.teaching.shared_runs``), which
+then runs none of them; a problem set is never shown from a kept run (``shared_runs.may_show``).
 Sphinx keeps an environment only for the source folder it was made from, which is why the class
 site is built from the repository rather than from a copy of it.
 """

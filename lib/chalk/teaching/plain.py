@@ -472,12 +472,22 @@ def run(nb, cwd: Path, cache: Path | None = None, name: str = "notebook", allow_
         return result
 
 
+def cell_timeout(root: Path = ROOT) -> int:
+    """The seconds a cell may run: the site build's ``execute: timeout`` in ``_config.yml``. One
+    limit for both, since the site shows a run the edition kept (``shared_runs``): a cell that
+    outgrew the site's limit must fail there, not pass on a run made under a longer one."""
+    import yaml
+
+    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+    return int(config["execute"]["timeout"])
+
+
 def _execute(nb, cwd: Path, name: str, allow_errors: bool) -> Run:
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
     nb = copy.deepcopy(nb)
-    client = NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=allow_errors,
+    client = NotebookClient(nb, timeout=cell_timeout(), kernel_name="python3", allow_errors=allow_errors,
                             record_timing=False, resources={"metadata": {"path": str(cwd)}})
     values = {}
     with client.setup_kernel():

@@ -16,7 +16,8 @@ While it runs a page it holds ``plain.cache_lock``, as ``plain.run`` does: a bui
 at the same time leaves that page for last (``edition.build``) and then reads it, and the site's
 build waits for a page the edition is running, then shows it. The edition's pages are the chapter
 pages (``notebooks/*.ipynb``) and, on the class site (``chalk.teaching.class_site``), the student
-problem sets. A page is run, not shown from the cache, where the two could differ: a kept run with
+problem sets, whose runs are kept but never shown (``may_show``). A page is run, not shown from the
+cache, where the two could differ: a kept run with
 an error the build does not allow (the site's ``-W`` build must fail on it) or a cell the site
 removes before an ``{eval}`` (MyST-NB evaluates that one before the removed cell runs).
 """
@@ -56,6 +57,15 @@ def edition_page(path: Path | None, root: Path):
     return None
 
 
+def may_show(path: Path, root: Path) -> bool:
+    """Whether a kept run of the page at ``path`` may be shown instead of a live run: a chapter
+    page's, yes; a problem set's, no. A run's key leaves out the answer keys and checks
+    (``plain.NOT_RUN``: the edition ships a problem set without outputs), yet a problem set's check
+    cells import them, so a check edited to raise would be shown from a run made before the edit
+    and the class site's ``-W`` build would pass. Its run is still kept, for the edition."""
+    return Path(path).resolve() in [p.resolve() for p in edition.chapter_notebooks(root)]
+
+
 def _same_cells(a, b) -> bool:
     return [(c.cell_type, c.source, c.metadata.get("tags", [])) for c in a.cells] == \
         [(c.cell_type, c.source, c.metadata.get("tags", [])) for c in b.cells]
@@ -74,7 +84,7 @@ def create_client(notebook, source, nb_config, logger, read_fmt=None):
     nb, name = page
     cache = edition.cache_folder(_Build.root)
     return SharedRun(notebook, client.path, nb_config, logger, cache=cache, name=name,
-                     entry=plain.cache_entry(cache, name, nb, _Build.library))
+                     entry=plain.cache_entry(cache, name, nb, _Build.library), show=may_show(client.path, _Build.root))
 
 
 _myst_nb_create_client = myst_nb_sphinx.create_client
@@ -84,9 +94,9 @@ class SharedRun(NotebookClientInline):
     """MyST-NB's inline client for one page of the edition: shows the page's kept run, or runs it
     and keeps the run (see the module's docstring)."""
 
-    def __init__(self, notebook, path, nb_config, logger, *, cache: Path, name: str, entry: Path):
+    def __init__(self, notebook, path, nb_config, logger, *, cache: Path, name: str, entry: Path, show: bool):
         super().__init__(notebook, path, nb_config, logger)
-        self._cache, self._name, self._entry = cache, name, entry
+        self._cache, self._name, self._entry, self._may_show = cache, name, entry, show
         self._kept: plain.Run | None = None
         self._lock = None
 
@@ -98,7 +108,7 @@ class SharedRun(NotebookClientInline):
         try:
             fcntl.flock(self._lock, fcntl.LOCK_EX)  # the edition may be running this page now
             kept = plain.cached(self._entry)
-            if kept is not None and self._shows_as_run(kept):
+            if kept is not None and self._may_show and self._shows_as_run(kept):
                 self._show(kept)
             else:
                 super().start_client()
