@@ -43,6 +43,7 @@ asserts a time. ``CHALK_LAB_EXPLORERS=all`` runs and times the explorers of all 
 (source set-up), which takes several minutes. Screenshots land in _build/screenshots/lab_*.png.
 """
 import fcntl
+import http.client
 import json
 import os
 import re
@@ -165,7 +166,8 @@ def start_server(args: list[str], env: dict, runtime: Path, log_path: Path, trie
                 urllib.request.urlopen(f"http://127.0.0.1:{info['port']}/api/status?token={info['token']}",
                                        timeout=60)
                 return server, info["port"]
-            except (OSError, ValueError, KeyError):  # not written yet, half written, or not answering yet
+            except (OSError, ValueError, KeyError, http.client.HTTPException):
+                # not written yet, half written, or not answering yet (a reset or a bad status line)
                 if time.monotonic() > deadline:
                     server.terminate()
                     raise AssertionError(f"JupyterLab did not answer within {START_TIMEOUT_S} s: "

@@ -241,10 +241,21 @@ def chapter_3_one_microbatch(page):
     return root.locator(".chalk-twin-readout").inner_text()
 
 
+def open_page(page, url):
+    """Load ``url`` and wait until MathJax, where the page has it, has typeset the page."""
+    page.goto(url, wait_until="load")
+    page.wait_for_function("""() => !document.querySelector('script[src*="mathjax"]')
+        || (window.MathJax && MathJax.startup && MathJax.startup.promise)""")
+    page.evaluate("() => window.MathJax && MathJax.startup.promise")
+
+
 def twins_respond(page):
     """Every twin on the page driven as test_twins.py drives one: with the keyboard alone
     (check_keyboard), then every control with the mouse (check_twin); its JupyterLab note hidden
-    and its text left to the twin (not typeset by MathJax). What is wrong, per twin, and how many."""
+    and its text left to the twin (not typeset by MathJax). What is wrong, per twin, and how many.
+    The page is loaded afresh first: the probes before this one may have moved its twins, and
+    each check starts at a twin's first view."""
+    open_page(page, page.url)
     where = "/".join(page.url.rsplit("/", 2)[-2:])
     twins, problems = page.locator(".chalk-twin"), []
     for k in range(twins.count()):
@@ -257,6 +268,8 @@ def twins_respond(page):
             check_twin(root, name)
         except AssertionError as e:
             problems.append(str(e))
+        except Exception as e:  # noqa: BLE001 - a twin that hangs or raises is this twin's problem; the next is driven
+            problems.append(f"{name}: {type(e).__name__}: {e}")
         root.screenshot(path=str(SHOTS / f"twin_{where.split('/')[-1].replace('.html', '')}_{k}.png"))
     return {"twins": twins.count(), "problems": problems}
 
@@ -341,10 +354,7 @@ def crawl(browser, site: Path, width: str) -> SiteRead:
         page.on("console", lambda m, errors=record["errors"]: m.type == "error" and errors.append(m.text))
         page.on("pageerror", lambda e, errors=record["errors"]: errors.append(str(e)))
         try:
-            page.goto((site / rel_path).as_uri(), wait_until="load")
-            page.wait_for_function("""() => !document.querySelector('script[src*="mathjax"]')
-                || (window.MathJax && MathJax.startup && MathJax.startup.promise)""")
-            page.evaluate("() => window.MathJax && MathJax.startup.promise")
+            open_page(page, (site / rel_path).as_uri())
         except Exception as e:  # noqa: BLE001 - every test reading this page says so
             record["load"] = ProbeFailed(f"{type(e).__name__}: {e}")
         for what, widths, which, probe in PROBES if "load" not in record else ():
