@@ -76,6 +76,14 @@ def failing_page():
                                new_markdown_cell("{eval}`y_txt`")], metadata={"kernelspec": KERNEL})
 
 
+def removed_before_eval_page():
+    """A page whose {eval} follows a removed code cell: MyST-NB evaluates it before that cell runs,
+    a kept run after, so the page is never shown from its kept run."""
+    return new_notebook(cells=[new_markdown_cell("# D"), new_code_cell("z_txt = 'before'"),
+                               new_code_cell("z_txt = 'after'", metadata={"tags": ["remove-cell"]}),
+                               new_markdown_cell("{eval}`z_txt`")], metadata={"kernelspec": KERNEL})
+
+
 def build(root, out):
     jupyter_book = Path(sys.executable).with_name("jupyter-book")
     proc = subprocess.run([str(jupyter_book), "build", str(root), "--all", "-W", "-n", "--keep-going", "-v",
@@ -108,11 +116,13 @@ def book(tmp_path_factory):
     root = tmp_path_factory.mktemp("book")
     (root / "notebooks").mkdir()
     (root / "_config.yml").write_text(CONFIG)
-    (root / "_toc.yml").write_text("format: jb-book\nroot: index\nchapters:\n- file: notebooks/a\n- file: notebooks/b\n- file: notebooks/c\n")
+    (root / "_toc.yml").write_text("format: jb-book\nroot: index\nchapters:\n- file: notebooks/a\n- file: notebooks/b\n- file: notebooks/c\n"
+                                      "- file: notebooks/d\n")
     (root / "index.md").write_text("# Tiny\n")
     nbformat.write(page(), root / "notebooks" / "a.ipynb")
     nbformat.write(failing_page(), root / "notebooks" / "b.ipynb")
     nbformat.write(locked_page(root), root / "notebooks" / "c.ipynb")
+    nbformat.write(removed_before_eval_page(), root / "notebooks" / "d.ipynb")
     status, log = build(root, root / "first")
     return root, status, log, list(edition.cache_folder(root).glob("notebooks-b-*.json"))
 
@@ -176,6 +186,7 @@ def test_a_kept_run_is_shown_without_a_kernel_and_gives_the_page_a_live_run_give
         entry.write_text(doctored.replace("'1.5 GB (kept)'", "'1.5 GB'"))
     assert status != 0 and "Executing notebook failed" in log
     assert "shown from the edition's run: notebooks-a-" in log and "shown from the edition's run: notebooks-b-" not in log
+    assert kept(root, "d")[1] is not None and "shown from the edition's run: notebooks-d-" not in log  # run, not shown
     shown = (tmp_path / "second" / "_build" / "html" / "notebooks" / "a.html").read_text()
     assert shown.count("1.5 GB (kept)") == 1
     assert shown.replace("1.5 GB (kept)", "1.5 GB") == live  # the same bytes, widget state and all
