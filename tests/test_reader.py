@@ -253,9 +253,10 @@ def twins_respond(page):
     """Every twin on the page driven as test_twins.py drives one: with the keyboard alone
     (check_keyboard), then every control with the mouse (check_twin); its JupyterLab note hidden
     and its text left to the twin (not typeset by MathJax). What is wrong, per twin, and how many.
-    The page is loaded afresh first: the probes before this one may have moved its twins, and
+    A page with twins is loaded afresh first: the probes before this one may have moved them, and
     each check starts at a twin's first view."""
-    open_page(page, page.url)
+    if page.locator(".chalk-twin").count():
+        open_page(page, page.url)
     where = "/".join(page.url.rsplit("/", 2)[-2:])
     twins, problems = page.locator(".chalk-twin"), []
     for k in range(twins.count()):
