@@ -116,6 +116,15 @@ class UnitScheduling(LoadScopeScheduling):
     rewriting the test's id, which pytest 9 no longer allows (its ids are not a settable string), so
     its groups silently fell back to one test per unit. The units come from the workers' collection."""
 
+    def _reschedule(self, node) -> None:
+        # xdist hands a node another unit while it has two tests or fewer pending. A node that runs a
+        # one-test unit (an accessibility chunk) then takes the next two units as well, which the other
+        # node may be free to run: 2c089f1's and 1012555's runs read all three chunks on one worker while
+        # the other waited. A node must know one test beyond the one it runs, so it gets a unit when it
+        # has fewer than two pending (or, with none left, is shut down).
+        if node.shutting_down or not self.workqueue or self._pending_of(self.assigned_work[node]) < 2:
+            super()._reschedule(node)
+
     def _split_scope(self, nodeid: str) -> str:
         if not hasattr(self, "_units"):
             path = _units_file(os.getpid())

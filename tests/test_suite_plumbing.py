@@ -81,3 +81,38 @@ def test_two_workers_run_each_unit_whole(tmp_path):
         workers[unit].add(worker)
     assert sorted(workers) == ["moe", "source", "student"] and all(len(w) == 1 for w in workers.values()), workers
     assert not list((tmp_path / "_build").glob(".work-units-*")), "the controller leaves its map behind"
+
+
+class FakeNode:
+    """A worker as xdist's scheduler sees it: the tests it was sent, in order."""
+    def __init__(self, name):
+        self.gateway, self.shutting_down, self.sent = SimpleNamespace(id=name), False, []
+
+    def send_runtest_some(self, indices):
+        self.sent += indices
+
+    def shutdown(self):
+        self.shutting_down = True
+
+
+def test_a_node_takes_one_unit_beyond_the_one_it_runs():
+    """Three one-test units (the accessibility chunks) after two long units: the node that finishes
+    first holds one chunk beyond the one it runs, and the other node, once free, gets the third
+    (xdist's own rule gave the first node all three)."""
+    units = {**{f"t.py::{i}": "t" for i in range(4)}, **{f"u.py::{i}": "u" for i in range(6)},
+             **{f"a.py::{c}": c for c in ("c0", "c1", "c2")}}
+    collection = list(units)
+    config = SimpleNamespace(getvalue={"numprocesses": 2, "tx": ["2*popen"]}.get,
+                             option=SimpleNamespace(loadscopereorder=False, numprocesses=2, dist="loadscope"))
+    sched = conftest.UnitScheduling(config)
+    sched._units = units
+    first, second = FakeNode("gw0"), FakeNode("gw1")
+    for node in (first, second):
+        sched.add_node(node)
+        sched.add_node_collection(node, collection)
+    sched.schedule()
+    for node, tests in ((first, 4), (second, 5)):  # the first node's long unit ends first
+        for index in list(node.sent[:tests]):
+            sched.mark_test_complete(node, index)
+    assert [collection[i] for i in first.sent[4:]] == ["a.py::c0", "a.py::c1"]
+    assert [collection[i] for i in second.sent[6:]] == ["a.py::c2"]
