@@ -2,6 +2,7 @@
 output written out by hand; one tiny notebook run in a kernel for the {eval} values and the cache.
 The whole student edition is test_student_edition.py's."""
 import json
+import shutil
 
 import nbformat
 import pytest
@@ -242,3 +243,29 @@ def test_the_library_digest_follows_the_installed_packages(monkeypatch):
     before = plain.library_digest()
     monkeypatch.setattr(plain, "environment", lambda: f"numpy=={numpy.__version__}.post1")
     assert plain.library_digest() != before  # an upgraded package runs every page again
+
+
+def test_the_key_follows_the_code_that_makes_a_run_and_not_the_converter(tmp_path, monkeypatch):
+    """plain.py and shared_runs.py are left out of the key as files, so that an edit to the Markdown
+    converter leaves every kept run valid; but an edit to what records or keeps a run (here
+    ``record``, and the site's recorder ``SharedRun``) must run every page again."""
+    lib = tmp_path / "lib" / "chalk"
+    shutil.copytree(plain.ROOT / "lib" / "chalk", lib, ignore=shutil.ignore_patterns("__pycache__"))
+    before = plain.library_digest(tmp_path)
+
+    def edit(name, old, new):
+        path = lib / "teaching" / name
+        text = path.read_text()
+        assert old in text, old
+        path.write_text(text.replace(old, new, 1))
+
+    edit("plain.py", "def _quote(lines", "def _quote(lines: list, *, _unused=None) -> list:\n    pass\n\n\ndef _q2(lines")
+    assert plain.library_digest(tmp_path) == before  # the converter is not part of a run
+    edit("plain.py", "client.set_widgets_metadata()", "client.set_widgets_metadata()  # records no more")
+    after_record = plain.library_digest(tmp_path)
+    assert after_record != before
+    edit("shared_runs.py", "class SharedRun(NotebookClientInline):", "class SharedRun(NotebookClientInline):\n    extra = 1")
+    assert plain.library_digest(tmp_path) != after_record
+    monkeypatch.setitem(plain.RUN_CODE, "teaching/plain.py", ("record_gone",))
+    with pytest.raises(PlainError, match=r"teaching/plain.py: RUN_CODE names \['record_gone'\]"):
+        plain.library_digest(tmp_path)

@@ -21,6 +21,7 @@ and written again (``notebook``) with
 A role or directive with no plain form raises ``PlainError`` naming it, so that a new construct
 cannot reach a student as raw markup.
 """
+import ast
 import copy
 import fcntl
 import hashlib
@@ -370,10 +371,6 @@ def _quote(lines: list[str]) -> list[str]:
 
 # ---- running a notebook ------------------------------------------------------------------------
 
-CACHE_FORMAT = "chalk.teaching.plain 2"
-"""Part of every cache key: a change to what ``run`` records changes it."""
-
-
 @dataclass(frozen=True)
 class Run:
     """What one execution of a notebook gave, by cell index: ``cells[i]`` is a code cell's
@@ -387,11 +384,18 @@ class Run:
 
 
 NOT_RUN = ("teaching/plain.py", "teaching/shared_runs.py", "teaching/problems/", "teaching/cards/")
-"""Library files a run does not depend on, left out of its key: this module converts a run after
-the cache (a change to what a run records changes ``CACHE_FORMAT``), and ``shared_runs`` records
-or serves one; answer keys and the cards' numbers are read by no chapter, and a problem set's
-checks, the only cells that read a key, ship no output. So a new chapter's key or cards leave the
-other notebooks' runs valid."""
+"""Library files a run does not depend on, left out of its key as files: this module mostly converts
+a run after the cache, and ``shared_runs`` mostly serves one (the code of theirs that makes or keeps
+a run is in the key: ``RUN_CODE``); answer keys and the cards' numbers are read by no chapter, and a
+problem set's checks, the only cells that read a key, ship no output. So a new chapter's key or
+cards, or an edit to the Markdown converter, leave the other notebooks' runs valid."""
+
+RUN_CODE = {"teaching/plain.py": ("Run", "run", "cached", "keep", "_execute", "record", "evaluate", "eval_names",
+                                  "_EVAL_NAME", "cell_timeout"),
+            "teaching/shared_runs.py": ("SharedRun",)}
+"""The definitions of ``NOT_RUN``'s files that make, record or keep a run (the site's build records
+one through ``shared_runs.SharedRun``): their source is part of every key, so a change to what a
+run records runs every page again, with no format number to remember to bump."""
 
 
 def environment() -> str:
@@ -403,11 +407,31 @@ def environment() -> str:
                               if d.metadata["Name"]}))
 
 
+def run_code(lib: Path) -> str:
+    """The source of ``RUN_CODE``'s definitions in the package folder ``lib``, read without importing
+    them (``shared_runs`` needs MyST-NB)."""
+    parts = []
+    for name, wanted in RUN_CODE.items():
+        text = (lib / name).read_text(encoding="utf-8")
+        tops = {}
+        for node in ast.parse(text).body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                tops[node.name] = node
+            elif isinstance(node, ast.Assign):
+                tops.update((t.id, node) for t in node.targets if isinstance(t, ast.Name))
+        missing = [w for w in wanted if w not in tops]
+        if missing:
+            raise PlainError(f"{name}: RUN_CODE names {missing}, which it no longer defines")
+        parts += [f"{name}:{w}\n{ast.get_source_segment(text, tops[w])}" for w in wanted]
+    return "\n".join(parts)
+
+
 def library_digest(root: Path = ROOT) -> str:
     """A hash of what a notebook's run depends on besides the notebook: ``lib/chalk``'s code and
-    catalog data (less ``NOT_RUN``), the Python version and the installed packages (``environment``)."""
-    digest = hashlib.sha256(f"{CACHE_FORMAT}\n{sys.version}\n{environment()}".encode())
+    catalog data (less ``NOT_RUN``, but with ``RUN_CODE``), the Python version and the installed
+    packages (``environment``)."""
     lib = root / "lib" / "chalk"
+    digest = hashlib.sha256(f"{run_code(lib)}\n{sys.version}\n{environment()}".encode())
     for path in sorted(p for p in lib.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
         name = path.relative_to(lib).as_posix()
         if not name.startswith(NOT_RUN):
