@@ -220,6 +220,18 @@ def chromium_browser():
         b.close()
 
 
+def offline_guard(refused: list):
+    """A Playwright route handler that keeps the browser on the disk: a file:// request goes on,
+    any other is recorded in ``refused`` and aborted (``context.route("**/*", offline_guard(urls))``)."""
+    def route_to_disk(route):
+        if route.request.url.startswith("file://"):
+            route.continue_()
+        else:
+            refused.append(route.request.url)
+            route.abort()
+    return route_to_disk
+
+
 # --- focus ----------------------------------------------------------------------------------------
 FOCUS_STYLE = """el => { const s = getComputedStyle(el);
     return {outlineStyle: s.outlineStyle, outlineWidth: parseFloat(s.outlineWidth), outlineColor: s.outlineColor,

@@ -34,7 +34,7 @@ from chalk import measure, timetable
 from chalk.errors import ChalkError
 from chalk.figures import canvas, overtraining, pipelining, revnets
 from chalk.teaching.flashcards import FIGURES as CARD_FIGURES
-from conftest import SHOTS, focus_ring_problem, focus_style
+from conftest import SHOTS, focus_ring_problem, focus_style, offline_guard
 
 BLOCKING = ("serious", "critical")
 EXPERIMENTAL_RULES = ("label-content-name-mismatch", "td-has-header", "table-fake-caption", "p-as-heading")
@@ -74,8 +74,7 @@ CARDS = ".chalk-card"
 def open_offline(browser):
     """One page object for the whole run, every request off the disk refused."""
     ctx = browser.new_context(viewport={"width": 1280, "height": 900})
-    ctx.route("**/*", lambda route: route.continue_() if route.request.url.startswith(("file:", "data:"))
-              else route.abort())
+    ctx.route("**/*", offline_guard([]))
     return ctx.new_page()
 
 

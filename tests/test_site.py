@@ -9,7 +9,7 @@ leaves each page's first screen in _build/screenshots/); here, the flashcards tu
 import re
 
 from chalk.teaching import chapters
-from conftest import ROOT, SHOTS, SITE
+from conftest import ROOT, SHOTS, SITE, offline_guard
 
 
 def toc_pages() -> list[str]:
@@ -48,15 +48,7 @@ def open_page(browser, rel_path):
     """Open a built page with every non-file request blocked; return (page, blocked urls)."""
     ctx = browser.new_context(viewport={"width": 1280, "height": 900})
     blocked = []
-
-    def guard(route):
-        if route.request.url.startswith("file://"):
-            route.continue_()
-        else:
-            blocked.append(route.request.url)
-            route.abort()
-
-    ctx.route("**/*", guard)
+    ctx.route("**/*", offline_guard(blocked))
     page = ctx.new_page()
     page.goto((SITE / rel_path).as_uri(), wait_until="load")
     # Sphinx loads MathJax only on pages with math; wait for its typesetting where it is loaded.

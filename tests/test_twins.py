@@ -14,7 +14,7 @@ import re
 import pytest
 
 from chalk.figures import twin
-from conftest import FOCUS_STYLE, SHOTS, focus_ring_problem
+from conftest import FOCUS_STYLE, SHOTS, focus_ring_problem, offline_guard
 
 SCRIPT_TAG = re.compile(r'<script[^>]+src="[^"]*_static/chalk-twin\.js[^"]*"')
 
@@ -26,15 +26,7 @@ def open_offline(browser, url):
     """Open ``url`` with every request that leaves the disk refused; returns (page, refused urls)."""
     ctx = browser.new_context(viewport={"width": 1280, "height": 900})
     refused = []
-
-    def guard(route):
-        if route.request.url.startswith("file://"):
-            route.continue_()
-        else:
-            refused.append(route.request.url)
-            route.abort()
-
-    ctx.route("**/*", guard)
+    ctx.route("**/*", offline_guard(refused))
     page = ctx.new_page()
     page.goto(url, wait_until="load")
     return page, refused
