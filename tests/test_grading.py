@@ -854,3 +854,24 @@ def test_the_batch_package_is_compiled_so_no_kernel_compiles_it_again(tmp_path):
     (tree / "pkg" / "broken.py").write_text("def (:\n")
     with pytest.raises(grading.GradingError, match="does not compile"):
         grading.compiled(tree)
+
+
+FONT_PROBE = """\
+import glob, os
+import matplotlib, matplotlib.font_manager
+lists = glob.glob(os.path.join(matplotlib.get_cachedir(), "fontlist-*.json"))
+batch_list = len(lists) == 1 and not os.access(lists[0], os.W_OK)
+{a} = {ra!r} if batch_list else -1.0
+"""
+
+
+def test_kernels_read_the_batch_font_list_instead_of_scanning_the_fonts(tmp_path):
+    """Each kernel's MPLCONFIGDIR starts empty; its matplotlib finds there the font list the grader
+    wrote once for the batch (read-only to the kernel), not one it scanned the fonts to write itself."""
+    a = IDS[0]
+    folder = tmp_path / "in"
+    folder.mkdir()
+    nbformat.write(tiny_notebook(FONT_PROBE.format(a=a, ra=expected_of(a))), folder / "fonts.ipynb")
+    assert grading.main([str(folder), "--out", str(tmp_path / "out"), "--timeout", "120"]) == 0
+    row = read_csv(tmp_path / "out" / "grades.csv")["fonts.ipynb"]
+    assert row["status"] == "ok" and float(row[a]) == POINTS[a]

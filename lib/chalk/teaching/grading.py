@@ -267,6 +267,8 @@ class Kernel:
     python: Path
     launcher: Path
     bwrap: str
+    font_list: Path | None = None
+    """Matplotlib's font list, built once for the batch (``font_list``); None where none was built."""
 
 
 def kernel_python(dest: Path, tool: str) -> Kernel:
@@ -290,7 +292,25 @@ def kernel_python(dest: Path, tool: str) -> Kernel:
     launcher = dest / "launcher" / "launch.py"
     launcher.parent.mkdir()
     launcher.write_text(sandbox.launcher(), encoding="utf-8")
-    return Kernel(dest / "python", launcher, tool)
+    return Kernel(dest / "python", launcher, tool, font_list(dest / "mpl", dest / "python"))
+
+
+def font_list(dest: Path, python: Path) -> Path | None:
+    """Matplotlib's list of the system's fonts, written once for a batch under ``dest`` by the
+    kernels' Python ``python`` (a virtual environment's folder). Every kernel's MPLCONFIGDIR is an
+    empty scratch folder, where matplotlib's first import scans the fonts again and writes this
+    list (0.3-0.6 s of CPU in each notebook that draws); the sandbox binds this one there
+    read-only instead (``sandbox.command``). None where that Python wrote none (no matplotlib: its
+    kernels draw nothing), and each kernel scans the fonts as before."""
+    dest.mkdir()
+    env = {"PATH": os.defpath, "LANG": "C.UTF-8", "HOME": str(dest), "MPLCONFIGDIR": str(dest)}
+    try:
+        subprocess.run([str(python / "bin" / "python"), "-c", "import matplotlib.font_manager"], env=env,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300, check=False)
+    except subprocess.TimeoutExpired:
+        return None
+    written = sorted(dest.glob("fontlist-*.json"))
+    return written[0] if len(written) == 1 else None
 
 
 def compiled(package: Path) -> Path:
@@ -335,7 +355,7 @@ def _kernel_manager(tmp: Path, box: Path, package: Path, kernel: Kernel, limit: 
     """A manager for a kernel in the sandbox, talking to it over Unix sockets in ``box/conn``."""
     spec = tmp / "spec" / KERNEL
     spec.mkdir(parents=True)
-    argv = sandbox.command(kernel.bwrap, box, package, kernel.python, kernel.launcher, limit)
+    argv = sandbox.command(kernel.bwrap, box, package, kernel.python, kernel.launcher, limit, kernel.font_list)
     # an interrupt goes as a message: a signal would reach bwrap, not the kernel, and end the sandbox
     (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "chalk grader", "language": "python",
                                                   "interrupt_mode": "message"}), encoding="utf-8")

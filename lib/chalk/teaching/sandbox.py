@@ -151,17 +151,22 @@ def _box(tool: str, box: Path) -> list[str]:
     return args
 
 
-def command(tool: str, box: Path, package: Path, kernel_python: Path, launcher: Path, seconds: float) -> list[str]:
+def command(tool: str, box: Path, package: Path, kernel_python: Path, launcher: Path, seconds: float,
+            font_list: Path | None = None) -> list[str]:
     """The kernel's argv: bwrap around the launcher around ipykernel's kernel.
 
     ``box`` is the submission's folder (``box_paths``); ``package``, the folder holding the batch's
     student package, is bound read-only at ``box/lib`` (one copy for every kernel of a batch: none
-    can change it); ``kernel_python`` is the folder of the kernel's virtual environment."""
+    can change it); ``kernel_python`` is the folder of the kernel's virtual environment;
+    ``font_list``, matplotlib's font list written once for the batch, is bound read-only into the
+    kernel's MPLCONFIGDIR, so that its matplotlib does not scan the fonts again."""
     root = os.getuid() == 0
     args = [tool, *_system(SCRATCH_BYTES if sized(tool) else None)]
     for folder in python_folders():
         args += _bind(folder)
     args += _bind(kernel_python) + _bind(launcher.parent) + _box(tool, box) + ["--ro-bind", str(package), str(box / "lib")]
+    if font_list:
+        args += ["--ro-bind", str(font_list), str(box_paths(box)["mpl"] / font_list.name)]
     args += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
              "--die-with-parent", "--new-session", "--chdir", str(box_paths(box)["work"])]
     if root:  # the launcher's setuid to nobody needs these two, and keeps neither
