@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from functools import cache
 from types import MappingProxyType
 
-import ipywidgets as widgets
 import numpy as np
 from traitlets import TraitError
 
 from ..errors import ChalkError, in_range, lookup
 from .canvas import outline
+
+# ipywidgets is imported where a widget is built: a kernel that only draws a chapter's static
+# figures (a graded problem set) never loads it.
 
 LABEL_STYLE = {"description_width": "initial"}
 """Every control's description at its full width: ipywidgets' default (about 80 px) cut "batch
@@ -69,6 +71,7 @@ class Dropdown:
     """(label, value) pairs; ``catalog_options`` makes them for catalog entries."""
 
     def widget(self):
+        import ipywidgets as widgets
         return widgets.Dropdown(options=list(self.options), description=self.label, style=LABEL_STYLE)
 
     def check(self, value):
@@ -88,6 +91,7 @@ class Slider:
     """(low, high): the range ``check`` accepts, which may reach past the stops."""
 
     def widget(self):
+        import ipywidgets as widgets
         return widgets.SelectionSlider(options=self._options(self.stops), description=self.label,
                                        continuous_update=True, style=LABEL_STYLE,
                                        layout=widgets.Layout(width="440px"))
@@ -133,6 +137,7 @@ class Number:
     step: float
 
     def widget(self):
+        import ipywidgets as widgets
         return widgets.FloatText(step=self.step, description=self.label, style=LABEL_STYLE)
 
     def check(self, value):
@@ -169,6 +174,7 @@ class Explorer:
         self._check_names(params)
         self.params = {**self.defaults, **params}
         self.figure = self.make_figure()
+        import ipywidgets as widgets
         self.image = widgets.Image(format="png", layout=widgets.Layout(width="100%", max_width="960px"))
         self.picture_words = self._image_words()
         self.caption = widgets.HTML(f'<span style="{_SCREEN_READER_ONLY}">{html.escape(self.picture_words or "")}</span>')
@@ -251,6 +257,7 @@ class Explorer:
         raise NotImplementedError
 
     def widget(self):
+        import ipywidgets as widgets
         rows = [widgets.HBox([self.widgets[name] for name in row]) for row in self.rows]
         return widgets.VBox([*rows, self.text, self.image, *([self.caption] if self.picture_words else [])])
 
