@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from chalk.catalog import hardware
-from chalk.figures import canvas
-from conftest import ROOT, SHOTS, focus_ring_problem, focus_style
-from test_twins import check_keyboard, check_twin, pages_with_twins
+from chalk.figures import canvas, twin
+from conftest import ROOT, SHOTS, focus_ring_problem, focus_style, offline_guard
+from test_twins import check_keyboard, check_twin, gantt_view, pages_with_twins, shapes_page
 
 VIEWPORTS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
 PHONE = VIEWPORTS["phone"]
@@ -39,6 +39,30 @@ def pages(site: Path) -> list[str]:
 def is_chapter(rel_path: str) -> bool:
     """A chapter's page (its main line, deeper page or lab): where the twins are."""
     return rel_path.startswith("notebooks/") and rel_path.count("/") == 1
+
+
+def scripts(html: str) -> tuple[str, ...]:
+    """The scripts a page runs, in order: each <script>'s file (its ../ prefix and version query
+    dropped) or inline text (its page's name dropped); data blocks (a twin's JSON) left out."""
+    tags = re.findall(r"<script\b([^>]*)>(.*?)</script>", html, re.S)
+    return tuple(re.sub(r"^(\.\./)+", "", src.group(1).split("?")[0]) if (src := re.search(r'src="([^"]+)"', attrs))
+                 else re.sub(r"pagename = '[^']*'", "", text) for attrs, text in tags if "application/json" not in attrs)
+
+
+def phone_pages(site: Path) -> list[str]:
+    """The pages read at phone width: each with what the phone's probes read (a table, or a chapter's
+    figures and twins, or the front page), and one page of each set of scripts, for a console error
+    only a narrow screen's code path meets. A page left out has no table, twin or figure the phone
+    checks, and runs the same scripts as a page read there; its content's own errors (a missing
+    file, a script failing on its data) show at any width, and the desktop crawl reads every page."""
+    chosen, kinds = [], set()
+    for rel_path in pages(site):
+        html = (site / rel_path).read_text(errors="replace")
+        kind = scripts(html)
+        if "<table" in html or is_chapter(rel_path) or rel_path == FRONT_PAGE or kind not in kinds:
+            chosen.append(rel_path)
+            kinds.add(kind)
+    return chosen
 
 
 # --- what the browser reads on each page ---------------------------------------------------------
@@ -121,12 +145,17 @@ SILENT_HEADERS = """() => Array.from(document.querySelectorAll('.bd-article th')
 MATHS_HEADERS = "() => document.querySelectorAll('.bd-article th mjx-container').length"
 
 TWIN_TEXT_OUTSIDE = """() => {
-  // Every view a reader can reach, sampled: each combination of the menus at the slider's first,
-  // opening and last stops, and every stop of the opening combination; the twin then back as it opened.
-  // A view is set with one event (the twin redraws from all its controls' values) and measured in place.
+  // Every view a reader can reach, sampled: each combination of the menus, and every stop of the
+  // opening combination; the twin then back as it opened. A view is set with one event (the twin
+  // redraws from all its controls' values) and measured in place. A chart's texts (title, ticks,
+  // labels) follow the view alone, the slider only moves its marker, so a combination is drawn at
+  // one stop unless one of its panels draws a frame per stop (shapes), then at the first, opening and
+  // last stops. Which the opening combination's every stop checks: a twin whose texts move with the
+  // slider where its data says they cannot is reported.
   const outside = new Set();
   let views = 0;
   document.querySelectorAll('.chalk-twin').forEach((root, n) => {
+    const data = JSON.parse(root.querySelector('.chalk-twin-data').textContent);
     const selects = Array.from(root.querySelectorAll('.chalk-twin-controls select'));
     const slider = root.querySelector('input[type=range]');
     const show = (combo, i) => {
@@ -135,6 +164,7 @@ TWIN_TEXT_OUTSIDE = """() => {
       const last = slider || selects[selects.length - 1];
       if (last) last.dispatchEvent(new Event('input', {bubbles: true}));
     };
+    const texts = () => Array.from(root.querySelectorAll('svg.chalk-twin-panel text')).map((t) => t.outerHTML).join('');
     const measure = () => {
       views++;
       root.querySelectorAll('svg.chalk-twin-panel').forEach((svg, k) => {
@@ -148,14 +178,27 @@ TWIN_TEXT_OUTSIDE = """() => {
         }
       });
     };
+    const framed = () => {  // the view shown now, looked up as the twin does (its data's order of menus)
+      const v = data.views[data.controls.filter((c) => c.kind === 'select')
+        .map((c) => root.querySelector('.chalk-twin-' + c.name).value).join('|')];
+      return !v || (v.panels || []).some((p) => p && p.frames && p.frames.length > 1);
+    };
     const combos = selects.reduce((acc, s) => acc.flatMap((c) => Array.from(s.options).map((o) => [...c, o.value])), [[]]);
     const opened = selects.map((s) => s.value), start = slider ? +slider.value : 0;
     const stops = slider ? Array.from({length: +slider.max + 1}, (_, i) => i) : [0];
-    combos.forEach((combo, c) => {
-      for (const i of (c === 0 ? stops : [...new Set([0, start, stops.length - 1])])) {
+    combos.forEach((combo) => {
+      show(combo, start);
+      measure();
+      const every = combo.join('|') === opened.join('|'), seen = new Set([texts()]);
+      const more = every ? stops : framed() ? [0, stops.length - 1] : [];
+      for (const i of more.filter((i) => i !== start)) {
         show(combo, i);
         measure();
+        seen.add(texts());
       }
+      if (every && seen.size > 1 && !framed())
+        outside.add(`twin ${n}: its texts move with the slider, though no panel draws a frame per stop ` +
+                    `(the sample draws such a combination at one stop)`);
     });
     show(opened, start);
   });
@@ -249,18 +292,26 @@ def open_page(page, url):
     page.evaluate("() => window.MathJax && MathJax.startup.promise")
 
 
+TWIN_OPENINGS = """() => { window.chalkTwinOpenings = Array.from(document.querySelectorAll('.chalk-twin'))
+    .map((root) => Array.from(root.querySelectorAll('select, input')).map((e) => e.value).join('|'));
+    return window.chalkTwinOpenings.length; }"""
+"""Each twin's controls as the page opened, kept in the page for twins_respond (read before any probe moves a twin)."""
+AT_OPENING = "(root, k) => Array.from(root.querySelectorAll('select, input')).map((e) => e.value).join('|') === window.chalkTwinOpenings[k]"
+
+
 def twins_respond(page):
     """Every twin on the page driven as test_twins.py drives one: with the keyboard alone
     (check_keyboard), then every control with the mouse (check_twin); its JupyterLab note hidden
     and its text left to the twin (not typeset by MathJax). What is wrong, per twin, and how many.
-    A page with twins is loaded afresh first: the probes before this one may have moved them, and
-    each check starts at a twin's first view."""
-    if page.locator(".chalk-twin").count():
-        open_page(page, page.url)
+    Each check starts at a twin's first view: the probes before this one put every control back
+    as it opened (a twin draws from its controls), and a twin found otherwise is reported."""
     where = "/".join(page.url.rsplit("/", 2)[-2:])
     twins, problems = page.locator(".chalk-twin"), []
     for k in range(twins.count()):
         root, name = twins.nth(k), f"{where} twin {k}"
+        if not root.evaluate(AT_OPENING, k):
+            problems.append(f"{name}: not at its first view when driven (a probe before moved it)")
+            continue
         root.scroll_into_view_if_needed()
         try:
             assert root.locator(".chalk-twin-note").is_hidden(), f"{name}: the JupyterLab note shows"
@@ -297,6 +348,7 @@ def only(path):
 
 BOTH, DESKTOP, PHONE_ONLY = ("desktop", "phone"), ("desktop",), ("phone",)
 PROBES = [  # (what, at which widths, on which pages, how): run in this order, those that move a twin last
+    # (twin text outside puts each twin back as it opened, so twins respond starts at its first view)
     ("tables", BOTH, every, script(TABLES)),
     ("sticky header", DESKTOP, catalog, script(STICKY_HEADER)),
     ("cell font px", PHONE_ONLY, catalog, script(CELL_FONT_PX)),
@@ -308,14 +360,15 @@ PROBES = [  # (what, at which widths, on which pages, how): run in this order, t
     ("maths headers", DESKTOP, is_chapter, script(MATHS_HEADERS)),
     ("silent headers", DESKTOP, is_chapter, script(SILENT_HEADERS)),
     ("typeset", DESKTOP, every, script(TYPESET)),
+    ("twin openings", DESKTOP, is_chapter, script(TWIN_OPENINGS)),
     ("first screen", DESKTOP, every, first_screen),
     ("front page", PHONE_ONLY, only(FRONT_PAGE), front_page),
     *[(f"focus: {name}", DESKTOP, only("book/hardware.html"), header_button_focus(name)) for name in HEADER_BUTTONS],
     ("chapter 3 opening", DESKTOP, only("notebooks/03_pipelining.html"), chapter_3_opening),
     ("twin text outside", DESKTOP, is_chapter, script(TWIN_TEXT_OUTSIDE)),
+    ("twins respond", DESKTOP, is_chapter, twins_respond),
     ("chapter 1 readouts", DESKTOP, only("notebooks/01_batching.html"), chapter_1_readouts),
     ("chapter 3 one micro-batch", DESKTOP, only("notebooks/03_pipelining.html"), chapter_3_one_microbatch),
-    ("twins respond", DESKTOP, is_chapter, twins_respond),
 ]
 
 
@@ -332,26 +385,16 @@ class SiteRead(dict):
 
 
 def crawl(browser, site: Path, width: str) -> SiteRead:
-    """Every page opened once, offline (every non-file request refused), at ``width``: for each, its
+    """Every page (at phone width, phone_pages) opened once, offline (every non-file request refused), at ``width``: for each, its
     console errors and uncaught exceptions ('errors'), the requests refused ('refused'), why it did
     not load ('load'), and what each of its PROBES read."""
     ctx = browser.new_context(viewport=VIEWPORTS[width])
-
-    def guard(refused):
-        def route_to_disk(route):
-            if route.request.url.startswith("file://"):
-                route.continue_()
-            else:
-                refused.append(route.request.url)
-                route.abort()
-        return route_to_disk
-
     read = SiteRead()
     read.width = width
-    for rel_path in pages(site):
+    for rel_path in pages(site) if width == "desktop" else phone_pages(site):
         record = read[rel_path] = {"errors": [], "refused": []}
         page = ctx.new_page()
-        page.route("**/*", guard(record["refused"]))
+        page.route("**/*", offline_guard(record["refused"]))
         page.on("console", lambda m, errors=record["errors"]: m.type == "error" and errors.append(m.text))
         page.on("pageerror", lambda e, errors=record["errors"]: errors.append(str(e)))
         try:
@@ -398,6 +441,23 @@ def one(read: dict[str, dict], what: str, rel_path: str):
     got = found(read, what)
     assert rel_path in got, f"{rel_path} was not read ({what})"
     return got[rel_path]
+
+
+def test_phone_pages_are_those_with_what_it_checks_and_one_of_each_set_of_scripts(tmp_path):
+    head = '<html><head><script src="../_static/theme.js?v=1"></script><script>DOCUMENTATION_OPTIONS.pagename = \'{}\';</script>{}</head><body>{}</body></html>'
+    site = tmp_path / "site"
+    for rel_path, extra, body in [
+            ("book/a.html", "", "<p>words</p>"), ("book/b.html", "", "<p>words</p>"),  # b: a's scripts, nothing to check
+            ("book/c.html", "", "<table><tr><td>1</td></tr></table>"),  # a table
+            ("book/d.html", '<script src="../_static/cards.js"></script>', "<p>cards</p>"),  # scripts of its own
+            ("book/e.html", "<script>const only = 'here';</script>", ""),  # an inline script of its own
+            ("exercises/01_x.html", "", ""), ("exercises/02_x.html", "", ""),  # same scripts as book/a, from a folder
+            ("notebooks/01_x.html", "", ""),  # a chapter page
+            ("notebooks/02_x.html", '<script type="application/json">{"twin": 1}</script>', "")]:  # data is no script
+        (site / rel_path).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel_path).write_text(head.format(rel_path[:-5], extra, body))
+    assert phone_pages(site) == ["book/a.html", "book/c.html", "book/d.html", "book/e.html",
+                                 "notebooks/01_x.html", "notebooks/02_x.html"]
 
 
 # --- page errors, favicon, focus ------------------------------------------------------------------
@@ -572,6 +632,58 @@ def test_no_twin_text_runs_off_its_panel(desktop):
     assert sum(r["views"] for r in read.values()), "no twin found on the chapter pages"
     problems = [f"{rel_path} {o}" for rel_path, r in read.items() for o in r["outside"]]
     assert not problems, "\n".join(problems[:20])
+
+
+def test_twin_text_check_samples_each_kind_of_view(chromium_browser, tmp_path):
+    """The sample of twin views reaches a text that runs off its panel only at the last stop of a
+    combination the twin does not open at (its panel draws a frame per stop), and reports a twin
+    whose texts move with the slider though no panel draws a frame per stop (the sample draws such a
+    combination at one stop: a chart's texts follow the view, not the slider); a clean twin passes."""
+    TEMPLATES = ["{stages} stages, step {step}: bubble {bubble}", "!{stages} stages: done"]
+    site = tmp_path / "site"
+    (site / "notebooks").mkdir(parents=True)
+    runs_off = gantt_view(4, 1)
+    runs_off["panels"][0]["frames"][-1].append(twin.text(395, 50, "runs off the edge"))
+    shapes_page(site / "notebooks" / "01_runs_off.html", {"2": gantt_view(2, 1), "4": runs_off}, TEMPLATES)
+    still = {k: gantt_view(int(k), 1) for k in ("2", "4")}
+    for view in still.values():
+        view["panels"][0]["frames"] = view["panels"][0]["frames"][:1]
+    moving = shapes_page(site / "notebooks" / "02_moving.html", still, TEMPLATES)
+    moving.write_text(moving.read_text().replace("</body>", """<script>
+        document.addEventListener('DOMContentLoaded', () => {  // after the twin's own listeners
+          const slider = document.querySelector('.chalk-twin input[type=range]');
+          slider.addEventListener('input', () => {
+            const svg = document.querySelector('svg.chalk-twin-panel');
+            const t = document.createElementNS('http://www.w3.org/2000/svg', 'text');
+            t.setAttribute('x', 20 + 40 * slider.value); t.setAttribute('y', 150); t.textContent = 'moves';
+            svg.appendChild(t); }); });</script></body>"""))
+    shapes_page(site / "notebooks" / "03_clean.html", still, TEMPLATES)
+    read = found(crawl(chromium_browser, site, "desktop"), "twin text outside")
+    assert [o.split(" by ")[0] for o in read["notebooks/01_runs_off.html"]["outside"]] == \
+        ["twin 0 panel 0: 'runs off the edge'"]
+    assert read["notebooks/02_moving.html"]["outside"] == [
+        "twin 0: its texts move with the slider, though no panel draws a frame per stop "
+        "(the sample draws such a combination at one stop)"]
+    assert read["notebooks/03_clean.html"] == {"views": 4, "outside": []}
+
+
+def test_twins_are_driven_from_their_first_view(chromium_browser, tmp_path):
+    """twins_respond drives a twin that the text sample moved and put back, and reports one a probe
+    left moved instead of checking it from elsewhere than its first view."""
+    page_file = shapes_page(tmp_path / "twin.html", {k: gantt_view(int(k), 1) for k in ("2", "4")},
+                            ["{stages} stages, step {step}: bubble {bubble}", "!{stages} stages: done"])
+    page = chromium_browser.new_page()
+    try:
+        open_page(page, page_file.as_uri())
+        assert page.evaluate(TWIN_OPENINGS) == 1
+        # a frame per stop: the opening menu at its 3 stops, the other at its first and last
+        assert page.evaluate(TWIN_TEXT_OUTSIDE) == {"views": 5, "outside": []}
+        assert twins_respond(page) == {"twins": 1, "problems": []}
+        move(page.locator(".chalk-twin"), ".chalk-twin-step", 2)
+        assert twins_respond(page)["problems"] == [
+            f"{tmp_path.name}/twin.html twin 0: not at its first view when driven (a probe before moved it)"]
+    finally:
+        page.close()
 
 
 def test_every_twin_responds_to_every_control(desktop, built_site):
