@@ -147,6 +147,7 @@ scaling.heuristic_penalty(0.5, 0.3)
 scaling.heuristic_place(0.5, 0.3)
 scaling.lifetime_optimal(2.0, inference_tokens=1e12)
 scaling.rl_flops_per_rollout_token(0.3, 0.5)
+scaling.loss_optimal(2.0, "epoch")
 from chalk import pricing
 pricing.kv_bytes_from_crossover(100_000, 37e9, 300)
 pricing.decode_mfu_from_prices(1.0, 4.0)

@@ -397,7 +397,7 @@ def loss_optimal(target_loss, fit: str = "hoffmann"):
     (an ``Optimum`` naming ``fit``)."""
     _check_target(target_loss, fit)
     c = _constants(fit)
-    share = float(_u_compute_optimal().subs({alpha: c[3], beta: c[4]}))
+    share = float(_numeric().u_compute_optimal(c[3], c[4]))
     target = np.asarray(target_loss, float)
     return Optimum(fit, N=_scalar_or_array(__n_of_u()(share, target, *c)),
                    D=_scalar_or_array(__d_of_u()(1 - share, target, *c)))
