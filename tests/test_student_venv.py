@@ -77,6 +77,21 @@ _OFFLINE = re.compile(r"Failed to fetch|error sending request|dns error|tcp conn
 """uv's words for an index it cannot reach (a refused connection, an unknown host, --offline)."""
 
 
+PIP_INDEX = {"index-url": "--index-url", "extra-index-url": "--extra-index-url", "find-links": "--find-links"}
+
+
+def pip_index_options(listed: str) -> list[str]:
+    """uv's options for the package sources pip is configured with (``pip config list``'s lines, from
+    its files and PIP_* variables): uv reads no pip.conf, and a machine whose index is a mirror named
+    there (as on this project's CI machines) must give uv the same sources."""
+    sources = {}
+    for line in listed.splitlines():
+        m = re.fullmatch(r"[^.]*\.([\w-]+)='(.*)'", line.strip())
+        if m and m.group(1) in PIP_INDEX:
+            sources[m.group(1)] = m.group(2).split()  # a later line (PIP_* over a file) wins, as for pip
+    return [arg for key, values in sources.items() for value in values for arg in (PIP_INDEX[key], value)]
+
+
 RIGHT, SLIP, BLANK = 0, 1, 2
 """What the k-th exercise of a set is given: k % 3."""
 
@@ -116,7 +131,10 @@ def student_env(tmp_path_factory):
     python = venv / "bin" / "python"
     # uv compiles no bytecode (pip's --no-compile): the modules the kernels import are compiled on
     # first import and kept (as on a student's machine: the first kernel compiles, the others reuse).
-    install = subprocess.run([uv, "pip", "install", "-q", "--no-config", "--python", str(python), str(wheel),
+    listed = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True,
+                            timeout=300).stdout
+    install = subprocess.run([uv, "pip", "install", "-q", "--no-config", *pip_index_options(listed),
+                              "--python", str(python), str(wheel),
                               "ipykernel", "nbclient"], env=env, capture_output=True, text=True, timeout=900)
     if install.returncode != 0:
         if _OFFLINE.search(install.stdout + install.stderr) and os.environ.get("CI") != "true":
@@ -152,3 +170,13 @@ def test_each_check_says_right_the_mistakes_hint_or_not_answered(student_env, sr
 def test_every_import_of_the_chapters_resolves(student_env):
     failed = {line: why for line, why in student_env["imports"].items() if why != "ok"}
     assert student_env["imports"] and not failed, failed
+
+
+def test_uv_is_given_the_package_sources_pip_is_configured_with():
+    listed = ("global.extra-index-url='file:///opt/pypi/simple file:///opt/more/simple'\n"
+              "global.find-links='/opt/wheels'\nglobal.cert='/etc/ssl/certs/ca.crt'\n"
+              "global.index-url='https://mirror.example/simple'\n:env:.index-url='https://env.example/simple'\n")
+    assert pip_index_options(listed) == [
+        "--extra-index-url", "file:///opt/pypi/simple", "--extra-index-url", "file:///opt/more/simple",
+        "--find-links", "/opt/wheels", "--index-url", "https://env.example/simple"]
+    assert pip_index_options("global.timeout='60'\n") == []
