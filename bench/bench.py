@@ -182,17 +182,13 @@ def bench_pages(site: Path = SITE) -> dict:
 
 def _load(browser, site: Path, rel: str) -> tuple[dict, list]:
     """({file under the site: bytes}, [urls outside it]) of one page as Chromium loads it."""
+    if str(ROOT / "tests") not in sys.path:
+        sys.path.insert(0, str(ROOT / "tests"))
+    from conftest import offline_guard  # the browser tests' own rule: a file:// request goes on, no other
+
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     outside = []
-
-    def only_files(route):
-        if route.request.url.startswith("file://"):
-            route.continue_()
-        else:
-            outside.append(route.request.url)
-            route.abort()
-
-    context.route("**/*", only_files)
+    context.route("**/*", offline_guard(outside))
     page = context.new_page()
     loaded = {}
 
