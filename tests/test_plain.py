@@ -3,6 +3,7 @@ output written out by hand; one tiny notebook run in a kernel for the {eval} val
 The whole student edition is test_student_edition.py's."""
 import json
 import shutil
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -249,23 +250,29 @@ def test_the_key_follows_the_code_that_makes_a_run_and_not_the_converter(tmp_pat
     """plain.py and shared_runs.py are left out of the key as files, so that an edit to the Markdown
     converter leaves every kept run valid; but an edit to what records or keeps a run (here
     ``record``, and the site's recorder ``SharedRun``) must run every page again."""
-    lib = tmp_path / "lib" / "chalk"
-    shutil.copytree(plain.ROOT / "lib" / "chalk", lib, ignore=shutil.ignore_patterns("__pycache__"))
-    before = plain.library_digest(tmp_path)
+    teaching = Path(plain.__file__).parent
+    for name in ("plain.py", "shared_runs.py"):
+        shutil.copy(teaching / name, tmp_path / name)
 
     def edit(name, old, new):
-        path = lib / "teaching" / name
-        text = path.read_text()
+        text = (tmp_path / name).read_text()
         assert old in text, old
-        path.write_text(text.replace(old, new, 1))
+        (tmp_path / name).write_text(text.replace(old, new, 1))
 
+    before = plain.run_code(tmp_path)
+    assert before == plain.run_code()
     edit("plain.py", "def _quote(lines", "def _quote(lines: list, *, _unused=None) -> list:\n    pass\n\n\ndef _q2(lines")
-    assert plain.library_digest(tmp_path) == before  # the converter is not part of a run
+    assert plain.run_code(tmp_path) == before  # the converter is not part of a run
     edit("plain.py", "client.set_widgets_metadata()", "client.set_widgets_metadata()  # records no more")
-    after_record = plain.library_digest(tmp_path)
+    after_record = plain.run_code(tmp_path)
     assert after_record != before
     edit("shared_runs.py", "class SharedRun(NotebookClientInline):", "class SharedRun(NotebookClientInline):\n    extra = 1")
-    assert plain.library_digest(tmp_path) != after_record
-    monkeypatch.setitem(plain.RUN_CODE, "teaching/plain.py", ("record_gone",))
-    with pytest.raises(PlainError, match=r"teaching/plain.py: RUN_CODE names \['record_gone'\]"):
-        plain.library_digest(tmp_path)
+    assert plain.run_code(tmp_path) != after_record
+    monkeypatch.setitem(plain.RUN_CODE, "plain.py", ("record_gone",))
+    with pytest.raises(PlainError, match=r"plain.py: RUN_CODE names \['record_gone'\]"):
+        plain.run_code(tmp_path)
+    monkeypatch.undo()
+    # the key holds that code: this process's runs are keyed by the code it runs
+    digest = plain.library_digest()
+    monkeypatch.setattr(plain, "run_code", lambda: after_record)
+    assert plain.library_digest() != digest

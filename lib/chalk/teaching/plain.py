@@ -390,12 +390,12 @@ a run is in the key: ``RUN_CODE``); answer keys and the cards' numbers are read 
 problem set's checks, the only cells that read a key, ship no output. So a new chapter's key or
 cards, or an edit to the Markdown converter, leave the other notebooks' runs valid."""
 
-RUN_CODE = {"teaching/plain.py": ("Run", "run", "cached", "keep", "_execute", "record", "evaluate", "eval_names",
+RUN_CODE = {"plain.py": ("Run", "run", "cached", "keep", "_execute", "record", "evaluate", "eval_names",
                                   "_EVAL_NAME", "cell_timeout"),
-            "teaching/shared_runs.py": ("SharedRun",)}
+            "shared_runs.py": ("SharedRun",)}
 """The definitions of ``NOT_RUN``'s files that make, record or keep a run (the site's build records
-one through ``shared_runs.SharedRun``): their source is part of every key, so a change to what a
-run records runs every page again, with no format number to remember to bump."""
+one through ``shared_runs.SharedRun``): the source this process runs is part of every key, so a
+change to what a run records runs every page again, with no format number to remember to bump."""
 
 
 def environment() -> str:
@@ -407,12 +407,13 @@ def environment() -> str:
                               if d.metadata["Name"]}))
 
 
-def run_code(lib: Path) -> str:
-    """The source of ``RUN_CODE``'s definitions in the package folder ``lib``, read without importing
-    them (``shared_runs`` needs MyST-NB)."""
+def run_code(teaching: Path = Path(__file__).resolve().parent) -> str:
+    """The source of ``RUN_CODE``'s definitions in the folder ``teaching`` (by default this module's,
+    the code that makes this process's runs), read without importing them (``shared_runs`` needs
+    MyST-NB)."""
     parts = []
     for name, wanted in RUN_CODE.items():
-        text = (lib / name).read_text(encoding="utf-8")
+        text = (teaching / name).read_text(encoding="utf-8")
         tops = {}
         for node in ast.parse(text).body:
             if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
@@ -428,10 +429,10 @@ def run_code(lib: Path) -> str:
 
 def library_digest(root: Path = ROOT) -> str:
     """A hash of what a notebook's run depends on besides the notebook: ``lib/chalk``'s code and
-    catalog data (less ``NOT_RUN``, but with ``RUN_CODE``), the Python version and the installed
+    catalog data (less ``NOT_RUN``), the code that makes a run (``run_code``), the Python version and the installed
     packages (``environment``)."""
     lib = root / "lib" / "chalk"
-    digest = hashlib.sha256(f"{run_code(lib)}\n{sys.version}\n{environment()}".encode())
+    digest = hashlib.sha256(f"{run_code()}\n{sys.version}\n{environment()}".encode())
     for path in sorted(p for p in lib.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
         name = path.relative_to(lib).as_posix()
         if not name.startswith(NOT_RUN):
