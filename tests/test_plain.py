@@ -267,7 +267,21 @@ def test_the_key_follows_the_code_that_makes_a_run_and_not_the_converter(tmp_pat
     after_record = plain.run_code(tmp_path)
     assert after_record != before
     edit("shared_runs.py", "class SharedRun(NotebookClientInline):", "class SharedRun(NotebookClientInline):\n    extra = 1")
-    assert plain.run_code(tmp_path) != after_record
+    after_recorder = plain.run_code(tmp_path)
+    assert after_recorder != after_record
+    # what those use is followed through: the pattern eval_names reads, a helper split out of record
+    edit("plain.py", "_INLINE = re.compile(r\"", "_INLINE = re.compile(r\"(?:)")
+    after_pattern = plain.run_code(tmp_path)
+    assert after_pattern != after_recorder
+    edit("plain.py", "    client.set_widgets_metadata()", "    _split_out(client)")
+    split = plain.run_code(tmp_path)
+    (tmp_path / "plain.py").write_text((tmp_path / "plain.py").read_text()
+                                       + "\n\ndef _split_out(client):\n    client.set_widgets_metadata()\n")
+    assert plain.run_code(tmp_path) != split
+    with_helper = plain.run_code(tmp_path)
+    (tmp_path / "plain.py").write_text((tmp_path / "plain.py").read_text().replace(
+        "    client.set_widgets_metadata()\n", "    client.nb.metadata.pop('widgets', None)\n"))
+    assert plain.run_code(tmp_path) != with_helper  # a change inside the split-out helper
     monkeypatch.setitem(plain.RUN_CODE, "plain.py", ("record_gone",))
     with pytest.raises(PlainError, match=r"plain.py: RUN_CODE names \['record_gone'\]"):
         plain.run_code(tmp_path)

@@ -390,12 +390,11 @@ a run is in the key: ``RUN_CODE``); answer keys and the cards' numbers are read 
 problem set's checks, the only cells that read a key, ship no output. So a new chapter's key or
 cards, or an edit to the Markdown converter, leave the other notebooks' runs valid."""
 
-RUN_CODE = {"plain.py": ("Run", "run", "cached", "keep", "_execute", "record", "evaluate", "eval_names",
-                                  "_EVAL_NAME", "cell_timeout"),
-            "shared_runs.py": ("SharedRun",)}
-"""The definitions of ``NOT_RUN``'s files that make, record or keep a run (the site's build records
-one through ``shared_runs.SharedRun``): the source this process runs is part of every key, so a
-change to what a run records runs every page again, with no format number to remember to bump."""
+RUN_CODE = {"plain.py": ("run", "record", "evaluate"), "shared_runs.py": ("SharedRun",)}
+"""Where the code of ``NOT_RUN``'s files that makes, records or keeps a run starts (the site's build
+records one through ``shared_runs.SharedRun``): these definitions and every module-level name of
+the same file they use, followed through (``run_code``), are part of every key, so a change to
+what a run records runs every page again, with no format number or list to keep up by hand."""
 
 
 def environment() -> str:
@@ -409,10 +408,11 @@ def environment() -> str:
 
 def run_code(teaching: Path = Path(__file__).resolve().parent) -> str:
     """The source of ``RUN_CODE``'s definitions in the folder ``teaching`` (by default this module's,
-    the code that makes this process's runs), read without importing them (``shared_runs`` needs
+    the code that makes this process's runs) and of the module-level definitions of the same file
+    that they use, directly or through one another; read without importing (``shared_runs`` needs
     MyST-NB)."""
     parts = []
-    for name, wanted in RUN_CODE.items():
+    for name, roots in RUN_CODE.items():
         text = (teaching / name).read_text(encoding="utf-8")
         tops = {}
         for node in ast.parse(text).body:
@@ -420,10 +420,15 @@ def run_code(teaching: Path = Path(__file__).resolve().parent) -> str:
                 tops[node.name] = node
             elif isinstance(node, ast.Assign):
                 tops.update((t.id, node) for t in node.targets if isinstance(t, ast.Name))
-        missing = [w for w in wanted if w not in tops]
+        missing = [r for r in roots if r not in tops]
         if missing:
             raise PlainError(f"{name}: RUN_CODE names {missing}, which it no longer defines")
-        parts += [f"{name}:{w}\n{ast.get_source_segment(text, tops[w])}" for w in wanted]
+        used, todo = set(), list(roots)
+        while todo:
+            if (top := todo.pop()) not in used:
+                used.add(top)
+                todo += [n.id for n in ast.walk(tops[top]) if isinstance(n, ast.Name) and n.id in tops]
+        parts += [f"{name}:{top}\n{ast.get_source_segment(text, tops[top])}" for top in sorted(used)]
     return "\n".join(parts)
 
 
