@@ -73,23 +73,30 @@ PROBE = textwrap.dedent('''\
             found["imports"][line] = f"{type(err).__name__}: {err}"
     print("PROBE" + json.dumps(found))
 ''')
-_OFFLINE = re.compile(r"Failed to fetch|error sending request|dns error|tcp connect error|network was disabled")
-"""uv's words for an index it cannot reach (a refused connection, an unknown host, --offline)."""
+_OFFLINE = re.compile(r"dns error|tcp connect error|network was disabled")
+"""uv's words for an index it cannot reach (an unknown host, a refused connection, --offline); a
+mirror that answers with an error (a 404, a bad certificate) fails the test, it is not skipped."""
 
 
-PIP_INDEX = {"index-url": "--index-url", "extra-index-url": "--extra-index-url", "find-links": "--find-links"}
+PIP_SOURCES = {"index-url": "--index-url", "extra-index-url": "--extra-index-url", "find-links": "--find-links",
+               "constraint": "--constraint"}
+"""pip's settings that decide which wheels a student's install gets, and uv's option for each."""
 
 
 def pip_index_options(listed: str) -> list[str]:
     """uv's options for the package sources pip is configured with (``pip config list``'s lines, from
     its files and PIP_* variables): uv reads no pip.conf, and a machine whose index is a mirror named
-    there (as on this project's CI machines) must give uv the same sources."""
-    sources = {}
+    there (as on this project's CI machines) must give uv the same sources. uv takes a package from
+    the first index that has it unless told to weigh every index's versions, as pip does."""
+    sources, no_index = {}, False
     for line in listed.splitlines():
         m = re.fullmatch(r"[^.]*\.([\w-]+)='(.*)'", line.strip())
-        if m and m.group(1) in PIP_INDEX:
+        if m and m.group(1) in PIP_SOURCES:
             sources[m.group(1)] = m.group(2).split()  # a later line (PIP_* over a file) wins, as for pip
-    return [arg for key, values in sources.items() for value in values for arg in (PIP_INDEX[key], value)]
+        elif m and m.group(1) == "no-index":
+            no_index = m.group(2).lower() in ("1", "true", "yes", "on")
+    return (["--index-strategy", "unsafe-best-match"] + (["--no-index"] if no_index else [])
+            + [arg for key, values in sources.items() for value in values for arg in (PIP_SOURCES[key], value)])
 
 
 RIGHT, SLIP, BLANK = 0, 1, 2
@@ -175,8 +182,12 @@ def test_every_import_of_the_chapters_resolves(student_env):
 def test_uv_is_given_the_package_sources_pip_is_configured_with():
     listed = ("global.extra-index-url='file:///opt/pypi/simple file:///opt/more/simple'\n"
               "global.find-links='/opt/wheels'\nglobal.cert='/etc/ssl/certs/ca.crt'\n"
+              "global.constraint='/etc/xdg/pip/constraints.txt'\n"
               "global.index-url='https://mirror.example/simple'\n:env:.index-url='https://env.example/simple'\n")
     assert pip_index_options(listed) == [
+        "--index-strategy", "unsafe-best-match",
         "--extra-index-url", "file:///opt/pypi/simple", "--extra-index-url", "file:///opt/more/simple",
-        "--find-links", "/opt/wheels", "--index-url", "https://env.example/simple"]
-    assert pip_index_options("global.timeout='60'\n") == []
+        "--find-links", "/opt/wheels", "--constraint", "/etc/xdg/pip/constraints.txt",
+        "--index-url", "https://env.example/simple"]
+    assert pip_index_options("global.timeout='60'\n:env:.no-index='true'\n") == [
+        "--index-strategy", "unsafe-best-match", "--no-index"]
