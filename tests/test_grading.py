@@ -23,6 +23,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -875,3 +876,15 @@ def test_kernels_read_the_batch_font_list_instead_of_scanning_the_fonts(tmp_path
     assert grading.main([str(folder), "--out", str(tmp_path / "out"), "--timeout", "120"]) == 0
     row = read_csv(tmp_path / "out" / "grades.csv")["fonts.ipynb"]
     assert row["status"] == "ok" and float(row[a]) == POINTS[a]
+
+
+def test_the_font_list_is_written_without_importing_from_where_the_grader_was_started(tmp_path, monkeypatch):
+    """``font_list`` runs the kernels' Python outside the sandbox: a ``matplotlib.py`` in the folder
+    the grader was started from (a submissions folder, say) must not be what it imports."""
+    started = tmp_path / "started_here"
+    started.mkdir()
+    (started / "matplotlib.py").write_text(f"open({str(tmp_path / 'ran')!r}, 'w').close()\n")
+    monkeypatch.chdir(started)
+    written = grading.font_list(tmp_path / "mpl", Path(sys.prefix))
+    assert not (tmp_path / "ran").exists(), "the planted matplotlib.py ran outside the sandbox"
+    assert written is not None and written.name.startswith("fontlist-")

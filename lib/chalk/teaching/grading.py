@@ -305,8 +305,10 @@ def font_list(dest: Path, python: Path) -> Path | None:
     dest.mkdir()
     env = {"PATH": os.defpath, "LANG": "C.UTF-8", "HOME": str(dest), "MPLCONFIGDIR": str(dest)}
     try:
-        subprocess.run([str(python / "bin" / "python"), "-c", "import matplotlib.font_manager"], env=env,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300, check=False)
+        # -I, and its own folder as the working one: run outside the sandbox, it must import nothing
+        # from where the grader was started (a submissions folder could hold a matplotlib.py)
+        subprocess.run([str(python / "bin" / "python"), "-I", "-c", "import matplotlib.font_manager"], env=env,
+                       cwd=dest, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300, check=False)
     except subprocess.TimeoutExpired:
         return None
     written = sorted(dest.glob("fontlist-*.json"))
