@@ -164,6 +164,8 @@ def bench_pages(site: Path = SITE) -> dict:
     cut off; it counts as loaded once MathJax has typeset and the fonts it asked for have arrived.
     """
     from playwright.sync_api import sync_playwright
+    sys.path.insert(0, str(ROOT / "tests"))
+    from conftest import offline_guard  # the browser tests' own rule: a file:// request goes on, no other
 
     results, files, external = {}, {}, {}
     pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html")
@@ -172,7 +174,7 @@ def bench_pages(site: Path = SITE) -> dict:
         browser = pw.chromium.launch(executable_path=shutil.which("chromium"),
                                      args=["--no-sandbox", "--disable-gpu"])
         for rel in pages:
-            files[rel], external[rel] = _load(browser, site, rel)
+            files[rel], external[rel] = _load(browser, site, rel, offline_guard)
             results[f"page_mb:{rel}"] = round(sum(files[rel].values()) / 1e6, 2)
         browser.close()
     results["external_requests"] = sum(len(urls) for urls in external.values())
@@ -180,12 +182,8 @@ def bench_pages(site: Path = SITE) -> dict:
     return results
 
 
-def _load(browser, site: Path, rel: str) -> tuple[dict, list]:
+def _load(browser, site: Path, rel: str, offline_guard) -> tuple[dict, list]:
     """({file under the site: bytes}, [urls outside it]) of one page as Chromium loads it."""
-    if str(ROOT / "tests") not in sys.path:
-        sys.path.insert(0, str(ROOT / "tests"))
-    from conftest import offline_guard  # the browser tests' own rule: a file:// request goes on, no other
-
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     outside = []
     context.route("**/*", offline_guard(outside))

@@ -434,8 +434,8 @@ def run_code(teaching: Path = Path(__file__).resolve().parent) -> str:
 
 def library_digest(root: Path = ROOT) -> str:
     """A hash of what a notebook's run depends on besides the notebook: ``lib/chalk``'s code and
-    catalog data (less ``NOT_RUN``), the code that makes a run (``run_code``), the Python version and the installed
-    packages (``environment``)."""
+    catalog data (less ``NOT_RUN``), the code that makes a run (``run_code``), the Python version
+    and the installed packages (``environment``)."""
     lib = root / "lib" / "chalk"
     digest = hashlib.sha256(f"{run_code()}\n{sys.version}\n{environment()}".encode())
     for path in sorted(p for p in lib.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
